@@ -1,0 +1,26 @@
+# Two commands, nothing installed by hand: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kmc needs Python >= 3.11; set PYTHON=/path/to/python3.11 and re-run make")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/kmc check --preset default
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "" --doctest-modules checker spec tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/presets.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,214 @@
+"""The model contract: everything the checker knows about a model, in one file.
+
+The checker explores any object that meets this contract; it never imports `spec/`.
+The shape follows Stateright: initial states, the enabled actions of a state in a
+deterministic order, the next state of (state, action), named properties, an optional
+state bound.  Counterexamples are stored as the sequence of actions and rebuilt by
+replay, so everything a model returns must be deterministic: no set iteration order,
+no ``hash()``, no randomness.
+
+States are plain values built from tuples (NamedTuples included), ints, bools, str and
+None.  That restriction is what makes ``repr(state)`` a canonical encoding, and the
+fingerprint a stable function of the state whatever ``PYTHONHASHSEED`` is.  Sets and
+dicts are rejected: use sorted tuples.
+
+A minimal model, explored exhaustively::
+
+    >>> from checker.model import Model, action, always
+    >>> class Counter(Model):
+    ...     name, version = "counter", "1"
+    ...     def init_states(self):
+    ...         return [0]
+    ...     def actions(self, s):
+    ...         return [action("Inc")] if s < 3 else []
+    ...     def next_state(self, s, a):
+    ...         return s + 1
+    ...     def is_terminal(self, s):
+    ...         return s == 3
+    ...     def properties(self):
+    ...         return [always("Small", lambda s: s <= 3, "never past 3")]
+    >>> from checker.bfs import check
+    >>> check(Counter()).stats.distinct
+    4
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+State = Any
+"""A state: nested tuples / NamedTuples of int, bool, str and None."""
+
+
+class Action(NamedTuple):
+    """One choice of the model: a name and keyword arguments, in a fixed order.
+
+    ``args`` is a tuple of ``(key, value)`` pairs rather than a dict so that an
+    action is hashable, cheap to build and prints the same way every time.
+    Argument values must be JSON-representable scalars (int, bool, str, None) or
+    tuples of them, because traces store actions as JSON.
+    """
+
+    name: str
+    args: tuple = ()
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
+        return f"{self.name}({inner})"
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.args)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+
+def action(name: str, **kwargs: Any) -> Action:
+    """Build an action record: ``action("ElectLeader", partition=0, leader=2)``."""
+    return Action(name, tuple(kwargs.items()))
+
+
+ALWAYS = "always"
+SOMETIMES = "sometimes"
+KINDS = (ALWAYS, SOMETIMES)
+
+
+@dataclass(frozen=True)
+class Property:
+    """A named property with a rationale that says what it checks and what it allows.
+
+    kind ``always``: must hold on every reachable state (initial ones included).
+    kind ``sometimes``: a witness that must be reachable, so that the ``always``
+    properties cannot hold vacuously.
+
+    A *step* property (``step=True``, only for ``always``) is a predicate over a
+    transition ``(prev, action, next)`` instead of a state: it states rules such as
+    "epochs never go backwards" or "only legal state-machine transitions", which
+    are about change, without adding history to the state.  It is checked on every
+    generated transition, and its counterexample ends with the offending action.
+    """
+
+    name: str
+    kind: str
+    predicate: Callable[..., bool]
+    rationale: str = ""
+    step: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"property {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}")
+        if self.step and self.kind != ALWAYS:
+            raise ValueError(f"property {self.name!r}: only 'always' properties can be step properties")
+
+
+def always(name: str, predicate: Callable[..., bool], rationale: str = "", *, step: bool = False) -> Property:
+    """An invariant: ``predicate(state)`` (or ``predicate(prev, action, next)`` if step)."""
+    return Property(name, ALWAYS, predicate, rationale, step)
+
+
+def sometimes(name: str, predicate: Callable[[State], bool], rationale: str = "") -> Property:
+    """A reachability witness: some reachable state satisfies ``predicate(state)``."""
+    return Property(name, SOMETIMES, predicate, rationale)
+
+
+class Model:
+    """Base class of a model.  Subclasses override the first four methods.
+
+    ``actions`` returns only *enabled* actions, in an order that depends on the
+    state alone; ``next_state`` is then defined for each of them.
+    """
+
+    name: str = "model"
+    version: str = "0"
+
+    def init_states(self) -> Iterable[State]:
+        raise NotImplementedError
+
+    def actions(self, state: State) -> Iterable[Action]:
+        raise NotImplementedError
+
+    def next_state(self, state: State, act: Action) -> State:
+        raise NotImplementedError
+
+    def properties(self) -> Sequence[Property]:
+        return ()
+
+    def within_boundary(self, state: State) -> bool:
+        """States outside the boundary are checked but not expanded (a state bound)."""
+        return True
+
+    def is_terminal(self, state: State) -> bool:
+        """A state with no enabled action that is a legitimate end, not a deadlock."""
+        return False
+
+    def encode(self, state: State) -> bytes:
+        """Canonical encoding that the fingerprint is computed from."""
+        return repr(state).encode()
+
+    def describe(self, state: State) -> Mapping[str, Any]:
+        """A readable, JSON-able view of a state: a flat or nested dict of named
+        fields.  Replay diffs it field by field, so name the fields the way a user
+        thinks of them (``controller``, ``zk.partition[0].leader``...)."""
+        return {"state": repr(state)}
+
+    def config(self) -> Mapping[str, Any]:
+        """The full configuration the model was built from (stored in traces)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One configuration key of a model family, with its range and meaning."""
+
+    name: str
+    default: Any
+    doc: str
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple | None = None
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    doc: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ModelFamily:
+    """What the CLI loads: a family of models built from a configuration.
+
+    Registered under the ``kmc.models`` entry-point group (see pyproject.toml), or
+    named on the command line as ``module:attribute``.  The CLI validates keys and
+    ranges against ``parameters`` before calling ``build``; ``build`` may still
+    raise ``ValueError`` for combinations that are invalid together, and the CLI
+    turns that into a one-line error.
+    """
+
+    name: str = "model"
+    version: str = "0"
+    parameters: Mapping[str, Parameter] = {}
+    presets: Mapping[str, Preset] = {}
+    default_preset: str = "default"
+
+    def build(self, config: Mapping[str, Any]) -> Model:
+        raise NotImplementedError
+
+    def action_docs(self) -> Mapping[str, str]:
+        """Action name -> one-line meaning, for ``kmc list``."""
+        return {}
+
+    def property_docs(self) -> Sequence[Property]:
+        """Every property the family can declare (some only under some flags),
+        for ``kmc list``; defaults to those of the default preset's model."""
+        from checker.config import resolve  # late import: config depends on this module
+        return self.build(resolve(self, self.default_preset, {})).properties()

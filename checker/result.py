@@ -1,0 +1,72 @@
+"""What an engine returns: verdict, violations with their paths, statistics.
+
+Shared by every engine (local BFS, Spark) so that the CLI, the trace writer and the
+tests compare engines field by field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.model import Action, State
+
+OK = "ok"                # exhaustive, every property holds, every witness reached
+VIOLATED = "violated"    # an always property failed, a deadlock, or a witness unreached
+BOUNDED = "bounded"      # a depth/state bound cut the search short and nothing failed
+
+DEADLOCK = "Deadlock"    # pseudo-property name of a deadlock report
+
+
+@dataclass
+class Step:
+    """One step of a path: the action taken (None for the initial state) and the
+    state it led to, with that state's fingerprint."""
+
+    action: Action | None
+    state: State
+    fingerprint: int
+
+
+@dataclass
+class Violation:
+    """A failed property.  ``path`` is the shortest path from an initial state;
+    empty for a ``sometimes`` witness that was never reached."""
+
+    property: str
+    kind: str            # "always", "sometimes" or "deadlock"
+    path: list[Step] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class Stats:
+    distinct: int = 0
+    generated: int = 0
+    depth: int = 0                   # number of BFS levels fully or partly explored - 1
+    seconds: float = 0.0
+    states_per_second: float = 0.0   # distinct states per second
+    peak_memory_bytes: int = 0
+    action_counts: dict[str, int] = field(default_factory=dict)
+    witnesses: dict[str, int | None] = field(default_factory=dict)  # name -> depth first reached, or None
+    complete: bool = True            # False when a bound stopped the search
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "distinct": self.distinct,
+            "generated": self.generated,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+            "states_per_second": round(self.states_per_second, 1),
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "action_counts": dict(sorted(self.action_counts.items())),
+            "witnesses": dict(sorted(self.witnesses.items())),
+            "complete": self.complete,
+        }
+
+
+@dataclass
+class CheckResult:
+    verdict: str
+    violations: list[Violation]
+    stats: Stats

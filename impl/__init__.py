@@ -1,0 +1,1 @@
+"""Reference broker (issue 6): written independently of spec/; it never imports it."""
