@@ -1,0 +1,121 @@
+"""User invariants: extra properties written in a Python file, ``kmc check --invariants FILE``.
+
+The file is ordinary Python.  Every ``checker.model.Property`` bound at module
+level is collected (in definition order), plus the entries of an optional
+module-level ``PROPERTIES`` list::
+
+    from checker.model import always, sometimes
+
+    LeaderInIsr = always(
+        "LeaderInIsr",
+        lambda s: ...,            # a predicate over the model's state
+        "the leader of every partition is in its ISR",
+    )
+
+Any problem with the file (missing, a syntax error, an exception while it runs, no
+property in it, two properties with one name, a name the model already uses) is a
+one-line ``UsageError`` that names the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Iterable
+
+from checker.errors import UsageError
+from checker.model import Property
+
+_counter = itertools.count(1)
+
+EXAMPLE = ('write e.g. `Name = always("Name", lambda s: ..., "why it must hold")` at module level '
+           '(from checker.model import always)')
+
+
+def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) -> list[Property]:
+    """Run the Python file at ``path`` and return the properties it defines.
+
+    ``existing`` are property names already in use (the model's, earlier files'):
+    a clash is a ``UsageError``.
+    """
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise UsageError(f"invariants file '{name}' {what}; give the path of a Python file to --invariants")
+    try:
+        source = p.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read invariants file '{name}': {e.strerror or e}; check its permissions") from None
+    digest = hashlib.blake2b(str(p.resolve()).encode(), digest_size=4).hexdigest()
+    modname = f"_kmc_invariants_{digest}_{next(_counter)}"
+    try:
+        code = compile(source, str(p), "exec")
+    except SyntaxError as e:
+        where = f" line {e.lineno}" if e.lineno else ""
+        raise UsageError(f"invariants file '{name}'{where}: {type(e).__name__}: {e.msg}; fix the Python syntax") from None
+    except ValueError as e:  # e.g. null bytes in the source
+        raise UsageError(f"invariants file '{name}' is not Python source ({e}); give a .py file") from None
+    spec = importlib.util.spec_from_file_location(modname, p)
+    if spec is None:
+        raise UsageError(f"invariants file '{name}' cannot be loaded as a Python module; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as e:  # noqa: BLE001 - a user's file may raise anything, even SystemExit
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        sys.modules.pop(modname, None)
+        line = ""
+        for frame in reversed(traceback.extract_tb(e.__traceback__)):
+            if frame.filename == str(p):
+                line = f" line {frame.lineno}"
+                break
+        msg = str(e)
+        raise UsageError(
+            f"invariants file '{name}'{line} raised {type(e).__name__}{': ' + msg if msg else ''}; "
+            f"fix the file so that it runs (python {name})") from None
+    found: list[Property] = []
+    seen: set[int] = set()
+    values = list(module.__dict__.values())
+    if "PROPERTIES" in module.__dict__:
+        listed = module.__dict__["PROPERTIES"]
+        if not isinstance(listed, (list, tuple)) or not all(isinstance(x, Property) for x in listed):
+            raise UsageError(
+                f"invariants file '{name}': PROPERTIES must be a list of Property objects "
+                f"(built with always()/sometimes() from checker.model)")
+        values = [*values, *listed]
+    for v in values:
+        if isinstance(v, Property) and id(v) not in seen:
+            seen.add(id(v))
+            found.append(v)
+    if not found:
+        raise UsageError(f"invariants file '{name}' defines no property; {EXAMPLE}")
+    taken = set(existing)
+    names: set[str] = set()
+    for prop in found:
+        if prop.name in names:
+            raise UsageError(f"invariants file '{name}' defines two properties named {prop.name!r}; rename one")
+        if prop.name in taken:
+            raise UsageError(
+                f"invariants file '{name}': property {prop.name!r} is already defined by the model "
+                f"or an earlier --invariants file; give it another name")
+        names.add(prop.name)
+    return found
+
+
+def load_all(paths: Iterable[str | os.PathLike], *, existing: Iterable[str] = ()) -> list[Property]:
+    """Load several invariant files, checking names across all of them."""
+    taken = set(existing)
+    out: list[Property] = []
+    for path in paths:
+        props = load_invariants(path, existing=taken)
+        taken.update(p.name for p in props)
+        out.extend(props)
+    return out

@@ -1,0 +1,579 @@
+"""Versioned JSON counterexample traces: write, load, replay, diff.
+
+A trace stores the model family and its full configuration, the violated property,
+and every step of the path as ``{index, action, fingerprint, state}`` where
+``state`` is the model's ``describe()`` view.  ``replay`` rebuilds the model from
+the family and configuration and re-derives every state from the recorded actions:
+the trace is evidence only as long as the model still produces it.
+
+Diffs work on flattened ``describe()`` views, with dotted keys and ``[i]`` indices::
+
+    >>> flatten({"zk": {"partition": [{"leader": 1, "isr": [1, 2]}]}, "controller": 0})
+    {'zk.partition[0].leader': 1, 'zk.partition[0].isr[0]': 1, 'zk.partition[0].isr[1]': 2, 'controller': 0}
+    >>> diff({"zk": {"partition": [{"leader": 1}]}}, {"zk": {"partition": [{"leader": 2}]}})
+    [('zk.partition[0].leader', 1, 2)]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from checker.errors import ModelError, UsageError
+from checker.model import ALWAYS, Action, Model, Property
+
+FORMAT = "kmc-trace"
+FORMAT_VERSION = 1
+
+DEADLOCK_RATIONALE = ("a reachable state that is not terminal has no enabled action "
+                      "(turn this check off with --no-deadlock)")
+
+
+class _Absent:
+    """Marks a key that exists on one side of a diff only."""
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = _Absent()
+
+
+# --------------------------------------------------------------------------- diff
+
+def flatten(view: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts / lists / tuples into ``{"a.b[0].c": scalar}``, in order.
+    Empty containers stay as leaves so that they show up in diffs."""
+    out: dict[str, Any] = {}
+
+    def walk(v: Any, key: str) -> None:
+        if isinstance(v, Mapping) and v:
+            for k, sub in v.items():
+                walk(sub, f"{key}.{k}" if key else str(k))
+        elif isinstance(v, (list, tuple)) and v:
+            for i, sub in enumerate(v):
+                walk(sub, f"{key}[{i}]")
+        else:
+            if isinstance(v, tuple):
+                v = []
+            out[key] = v
+
+    walk(view, prefix)
+    return out
+
+
+def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``[(key, old, new)]`` for every flattened key whose value differs.  Keys are in
+    the order of ``before``, then the keys only ``after`` has; a missing side is
+    ``ABSENT``."""
+    fb, fa = flatten(before), flatten(after)
+    out = []
+    for k, old in fb.items():
+        new = fa.get(k, ABSENT)
+        if new is ABSENT or not _same(old, new):
+            out.append((k, old, new))
+    for k, new in fa.items():
+        if k not in fb:
+            out.append((k, ABSENT, new))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    # True == 1 in Python, but a bool turning into an int is a change worth showing.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def show_value(v: Any) -> str:
+    if v is ABSENT:
+        return "<absent>"
+    if isinstance(v, list) and not v:
+        return "()"
+    if isinstance(v, dict) and not v:
+        return "{}"
+    return repr(v)
+
+
+def render_changes(changes: Sequence[tuple[str, Any, Any]], indent: str = "  ") -> list[str]:
+    if not changes:
+        return [f"{indent}(no change)"]
+    return [f"{indent}{k}: {show_value(old)} -> {show_value(new)}" for k, old, new in changes]
+
+
+def render_state(view: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    return [f"{indent}{k}: {show_value(v)}" for k, v in flatten(view).items()]
+
+
+# ------------------------------------------------------------------ JSON helpers
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+def _tuplify(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_tuplify(x) for x in v)
+    return v
+
+
+def action_to_json(a: Action | None) -> dict[str, Any] | None:
+    if a is None:
+        return None
+    return {"name": a.name, "args": {str(k): _jsonable(v) for k, v in a.args}}
+
+
+def action_from_json(d: Mapping[str, Any]) -> Action:
+    return Action(d["name"], tuple((k, _tuplify(v)) for k, v in d["args"].items()))
+
+
+# ----------------------------------------------------------------------- writing
+
+def _safe(s: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.+=-]+", "_", s).strip("._")
+    return s or "x"
+
+
+def _fp_text(fp: int) -> str:
+    from checker.fingerprint import format_fingerprint
+    return format_fingerprint(fp)
+
+
+def default_command() -> str:
+    return shlex.join(["kmc", *sys.argv[1:]])
+
+
+def write_trace(directory: str | Path, *, family_ref: str, model: Model, config: Mapping[str, Any],
+                preset: str | None, violation: Any, engine: str = "local",
+                command: str | None = None, properties: Sequence[Property] | None = None,
+                invariants: Sequence[str] = ()) -> Path:
+    """Save ``violation``'s path as a JSON trace in ``directory`` and return its path.
+
+    The file is named ``<Property>-<preset>-<first 8 hex digits of the final
+    fingerprint>.json``.  An existing file is never overwritten: identical content
+    reuses it, different content gets a ``-2``, ``-3``... suffix.  ``properties``
+    (default ``model.properties()``) is where the property's rationale comes from;
+    ``invariants`` lists the user invariant files the run loaded, so that replay can
+    re-check a user property.
+    """
+    if not violation.path:
+        raise ValueError(f"violation of {violation.property!r} has no path to save")
+    props = {p.name: p for p in (properties if properties is not None else model.properties())}
+    prop = props.get(violation.property)
+    if prop is not None:
+        pdoc = {"name": prop.name, "kind": prop.kind, "step": prop.step, "rationale": prop.rationale}
+    else:
+        pdoc = {"name": violation.property, "kind": violation.kind, "step": False,
+                "rationale": DEADLOCK_RATIONALE if violation.kind == "deadlock" else ""}
+    if violation.message:
+        pdoc["message"] = violation.message
+    steps = []
+    for i, st in enumerate(violation.path):
+        steps.append({
+            "index": i,
+            "action": action_to_json(st.action),
+            "fingerprint": _fp_text(st.fingerprint),
+            "state": _jsonable(model.describe(st.state)),
+        })
+    doc = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model": {"name": model.name, "version": str(model.version), "family": family_ref},
+        "config": _jsonable(dict(config)),
+        "preset": preset,
+        "property": pdoc,
+        "engine": engine,
+        "created_by": command if command is not None else default_command(),
+        "invariants": [str(p) for p in invariants],
+        "steps": steps,
+    }
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"{_safe(violation.property)}-{_safe(preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
+    n = 1
+    while True:
+        path = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+        try:
+            with open(path, "x", encoding="utf-8") as f:
+                f.write(text)
+            return path
+        except FileExistsError:
+            try:
+                if path.read_text(encoding="utf-8") == text:
+                    return path
+            except (OSError, UnicodeDecodeError):
+                pass
+        n += 1
+
+
+# ----------------------------------------------------------------------- loading
+
+@dataclass
+class TraceStep:
+    index: int
+    action: Action | None
+    fingerprint: str
+    state: dict[str, Any]
+
+
+@dataclass
+class Trace:
+    path: str
+    format_version: int
+    model_name: str
+    model_version: str
+    family_ref: str
+    config: dict[str, Any]
+    preset: str | None
+    property: dict[str, Any]
+    engine: str
+    created_by: str
+    steps: list[TraceStep]
+    invariants: list[str] = field(default_factory=list)
+
+    @property
+    def property_name(self) -> str:
+        return self.property["name"]
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read and validate a trace file; every problem is a one-line ``UsageError``
+    naming the file and the field."""
+    name = str(path)
+
+    def bad(what: str, fix: str = "re-create the trace with kmc check") -> UsageError:
+        return UsageError(f"trace file '{name}': {what}; {fix}")
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"trace file '{name}' does not exist; check the path (traces are saved under traces/)") from None
+    except IsADirectoryError:
+        raise UsageError(f"trace file '{name}' is a directory; give the path of a .json trace in it") from None
+    except UnicodeDecodeError:
+        raise bad("not UTF-8 text") from None
+    except OSError as e:
+        raise UsageError(f"cannot read trace file '{name}': {e.strerror or e}; check the path and permissions") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise bad(f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})",
+                  "restore the file or re-create it with kmc check") from None
+    if not isinstance(doc, dict):
+        raise bad("the top level must be a JSON object")
+    if doc.get("format") != FORMAT:
+        raise bad(f"field 'format' must be {FORMAT!r}, got {doc.get('format')!r}", "is this a kmc trace?")
+    ver = doc.get("format_version")
+    if ver != FORMAT_VERSION or isinstance(ver, bool):
+        raise bad(f"field 'format_version' is {ver!r}, but this kmc reads format_version {FORMAT_VERSION} only",
+                  "replay it with the kmc that wrote it, or re-create it with this kmc's kmc check")
+
+    def need(d: Mapping[str, Any], key: str, types: Any, where: str, *, optional: bool = False) -> Any:
+        if key not in d:
+            if optional:
+                return None
+            raise bad(f"missing field '{where}{key}'")
+        v = d[key]
+        if optional and v is None:
+            return None
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
+            tn = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+            raise bad(f"field '{where}{key}' must be {_TYPE_WORDS.get(tn, tn)}, got {type(v).__name__}")
+        return v
+
+    model = need(doc, "model", dict, "")
+    mname = need(model, "name", str, "model.")
+    mver = need(model, "version", (str, int), "model.")
+    family = need(model, "family", str, "model.")
+    if not family:
+        raise bad("field 'model.family' is empty")
+    config = need(doc, "config", dict, "")
+    for k, v in config.items():
+        if not (v is None or isinstance(v, (bool, int, float, str))):
+            raise bad(f"field 'config.{k}' must be a scalar, got {type(v).__name__}")
+    preset = need(doc, "preset", str, "", optional=True)
+    prop = need(doc, "property", dict, "")
+    need(prop, "name", str, "property.")
+    need(prop, "kind", str, "property.")
+    if "rationale" in prop:
+        need(prop, "rationale", str, "property.")
+    if "step" in prop:
+        need(prop, "step", bool, "property.")
+    engine = need(doc, "engine", str, "")
+    created = need(doc, "created_by", str, "")
+    invariants = need(doc, "invariants", list, "", optional=True) or []
+    for i, p in enumerate(invariants):
+        if not isinstance(p, str):
+            raise bad(f"field 'invariants[{i}]' must be a string, got {type(p).__name__}")
+    raw_steps = need(doc, "steps", list, "")
+    if not raw_steps:
+        raise bad("field 'steps' is empty; a trace has at least the initial state")
+    steps = []
+    for i, s in enumerate(raw_steps):
+        w = f"steps[{i}]."
+        if not isinstance(s, dict):
+            raise bad(f"field 'steps[{i}]' must be an object, got {type(s).__name__}")
+        idx = need(s, "index", int, w)
+        if idx != i:
+            raise bad(f"field '{w}index' is {idx}, expected {i}", "steps must be numbered 0, 1, 2... in order")
+        if "action" not in s:
+            raise bad(f"missing field '{w}action'")
+        a = s["action"]
+        if i == 0:
+            if a is not None:
+                raise bad(f"field '{w}action' must be null: step 0 is the initial state")
+            act = None
+        else:
+            if not isinstance(a, dict):
+                raise bad(f"field '{w}action' must be an object {{name, args}}, got {type(a).__name__}")
+            need(a, "name", str, w + "action.")
+            need(a, "args", dict, w + "action.")
+            act = action_from_json(a)
+        fp = need(s, "fingerprint", str, w)
+        try:
+            from checker.fingerprint import parse_fingerprint
+            parse_fingerprint(fp)
+        except (ValueError, TypeError, OverflowError):
+            raise bad(f"field '{w}fingerprint' is not a fingerprint: {fp!r}",
+                      "fingerprints look like 0x0123456789abcdef") from None
+        if not re.fullmatch(r"0x[0-9a-fA-F]{16}", fp):
+            raise bad(f"field '{w}fingerprint' is not a fingerprint: {fp!r}",
+                      "fingerprints look like 0x0123456789abcdef")
+        state = need(s, "state", dict, w)
+        steps.append(TraceStep(i, act, fp.lower(), state))
+    return Trace(path=name, format_version=ver, model_name=mname, model_version=str(mver), family_ref=family,
+                 config=dict(config), preset=preset, property=dict(prop), engine=engine, created_by=created,
+                 steps=steps, invariants=list(invariants))
+
+
+_TYPE_WORDS = {"dict": "an object", "list": "an array", "str": "a string", "int": "an integer",
+               "bool": "true or false", "str/int": "a string"}
+
+
+# ------------------------------------------------------------------------ replay
+
+@dataclass
+class ReplayStep:
+    index: int
+    action: Action | None
+    fingerprint: str
+    view: dict[str, Any]                       # describe() of the re-derived state
+    changes: list[tuple[str, Any, Any]]        # vs the previous step (empty for step 0)
+
+    def render(self) -> list[str]:
+        if self.index == 0:
+            return [f"step 0  initial state  [{self.fingerprint}]", *render_state(self.view)]
+        return [f"step {self.index}  {self.action}", *render_changes(self.changes)]
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    steps: list[ReplayStep] = field(default_factory=list)
+    fits: bool = True                  # every replayed step matched the recording
+    failed_step: int | None = None
+    reason: str | None = None          # "step N: ..." when it does not fit
+    mismatch: list[tuple[str, Any, Any]] = field(default_factory=list)  # recorded -> re-derived
+    property_status: str = "unchecked"  # "violated", "holds", "unknown", "unchecked"
+    property_note: str = ""
+    stopped_at: int | None = None      # --step N
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """The trace fits the model and, unless cut short, still shows its violation."""
+        return self.fits and self.property_status != "holds"
+
+
+def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int | None = None,
+           property_loader: Callable[[Sequence[str]], Sequence[Property]] | None = None) -> ReplayResult:
+    """Re-derive every state of ``trace`` from its recorded actions.
+
+    ``family_resolver(trace.family_ref)`` returns the model family.  Stops at the
+    first step that does not fit (the action is not enabled, or the state differs
+    from the recording) and says why; otherwise re-checks the trace's property on
+    the final state (or final transition).  ``stop_at=N`` replays steps 0..N only.
+    ``property_loader(paths)`` loads user invariant files named by the trace.
+    Raises ``UsageError`` for a ``stop_at`` out of range or a family that cannot be
+    found, ``ModelError`` when the model raises.
+    """
+    from checker.config import resolve
+    from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
+
+    last = len(trace.steps) - 1
+    if stop_at is not None and not 0 <= stop_at <= last:
+        raise UsageError(f"--step {stop_at} is out of range: trace '{trace.path}' has steps 0..{last}; "
+                         f"pick one of them")
+    result = ReplayResult(trace=trace, stopped_at=stop_at if stop_at is not None and stop_at < last else None)
+    family = family_resolver(trace.family_ref)
+    try:
+        config = resolve(family, None, trace.config)
+    except UsageError as e:
+        result.fits, result.failed_step = False, 0
+        result.reason = f"the trace's config no longer fits model family {trace.family_ref!r}: {e}"
+        return result
+    try:
+        model = family.build(config)
+    except ValueError as e:
+        result.fits, result.failed_step = False, 0
+        result.reason = f"the trace's config is rejected by model family {trace.family_ref!r}: {e}"
+        return result
+    except Exception as e:  # noqa: BLE001 - the model broke its contract
+        raise ModelError(f"building the model of family {trace.family_ref!r} raised {_exc(e)}") from e
+    if model.name != trace.model_name:
+        result.warnings.append(f"the trace was recorded with model {trace.model_name!r}, "
+                               f"this family builds {model.name!r}")
+    elif str(model.version) != trace.model_version:
+        result.warnings.append(f"the trace was recorded with {trace.model_name} version {trace.model_version}, "
+                               f"this is version {model.version}")
+
+    def fp_of(state: Any, where: str) -> str:
+        try:
+            return format_fingerprint(fingerprint(model, state)).lower()
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: encoding the state raised {_exc(e)}") from e
+
+    def view_of(state: Any, where: str) -> dict[str, Any]:
+        try:
+            return _jsonable(model.describe(state))
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: describe() raised {_exc(e)}") from e
+
+    def norm(fp: str) -> str:
+        return format_fingerprint(parse_fingerprint(fp)).lower()
+
+    # step 0
+    rec0 = trace.steps[0]
+    try:
+        inits = list(model.init_states())
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"init_states() raised {_exc(e)}") from e
+    state = None
+    for s in inits:
+        if fp_of(s, "step 0") == norm(rec0.fingerprint):
+            state = s
+            break
+    if state is None:
+        result.fits, result.failed_step = False, 0
+        views = [view_of(s, "step 0") for s in inits]
+        if views:
+            best = min(views, key=lambda v: len(diff(rec0.state, v)))
+            result.mismatch = diff(rec0.state, best)
+        result.reason = (f"step 0: the recorded initial state is not an initial state of the model "
+                         f"({len(inits)} initial state{'s' if len(inits) != 1 else ''})")
+        return result
+    prev_view = view_of(state, "step 0")
+    result.steps.append(ReplayStep(0, None, norm(rec0.fingerprint), prev_view, []))
+    prev, prev_state = state, None
+    end = last if stop_at is None else stop_at
+    for rec in trace.steps[1:end + 1]:
+        where = f"step {rec.index}"
+        try:
+            enabled = list(model.actions(prev))
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: actions() raised {_exc(e)}") from e
+        if rec.action not in enabled:
+            result.fits, result.failed_step = False, rec.index
+            same = [a for a in enabled if a.name == rec.action.name]
+            others = [a for a in enabled if a.name != rec.action.name]
+            listed = same + others
+            shown = ", ".join(str(a) for a in listed[:8])
+            if len(listed) > 8:
+                shown += f", ... {len(listed) - 8} more"
+            result.reason = (f"{where}: action {rec.action} is not enabled here "
+                             f"(enabled: {shown or 'none'})")
+            return result
+        try:
+            nxt = model.next_state(prev, rec.action)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: next_state(..., {rec.action}) raised {_exc(e)}") from e
+        view = view_of(nxt, where)
+        fp = fp_of(nxt, where)
+        if fp != norm(rec.fingerprint):
+            result.fits, result.failed_step = False, rec.index
+            result.mismatch = diff(rec.state, view)
+            result.reason = (f"{where}: state differs from the recorded one after {rec.action} "
+                             f"(recorded {rec.fingerprint}, re-derived {fp})")
+            result.steps.append(ReplayStep(rec.index, rec.action, fp, view, diff(prev_view, view)))
+            return result
+        result.steps.append(ReplayStep(rec.index, rec.action, fp, view, diff(prev_view, view)))
+        prev_state, prev, prev_view = prev, nxt, view
+    if stop_at is not None and stop_at < last:
+        result.property_note = f"stopped at step {stop_at} of {last}; property not re-checked"
+        return result
+    _recheck(result, model, trace, prev_state, prev, property_loader)
+    return result
+
+
+def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, final: Any,
+             property_loader: Callable[[Sequence[str]], Sequence[Property]] | None) -> None:
+    name, kind = trace.property["name"], trace.property["kind"]
+    if kind == "deadlock":
+        try:
+            dead = not list(model.actions(final)) and not model.is_terminal(final)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"final state: actions()/is_terminal() raised {_exc(e)}") from e
+        result.property_status = "violated" if dead else "holds"
+        result.property_note = ("deadlock: the final state has no enabled action and is not terminal" if dead
+                                else "no deadlock any more: the final state has enabled actions or is terminal")
+        return
+    props = {p.name: p for p in model.properties()}
+    if name not in props and trace.invariants and property_loader is not None:
+        try:
+            for p in property_loader(trace.invariants):
+                props.setdefault(p.name, p)
+        except UsageError as e:
+            result.property_status = "unknown"
+            result.property_note = f"property {name!r} not re-checked: {e}"
+            return
+    prop = props.get(name)
+    if prop is None:
+        result.property_status = "unknown"
+        result.property_note = f"property {name!r} is not declared by the model any more; not re-checked"
+        return
+    if prop.kind != ALWAYS:
+        result.property_status = "unknown"
+        result.property_note = f"property {name!r} is a {prop.kind} property; a path cannot violate it"
+        return
+    try:
+        if prop.step:
+            if len(result.steps) < 2:
+                result.property_status = "unknown"
+                result.property_note = f"step property {name!r} needs a transition; the trace has none"
+                return
+            holds = bool(prop.predicate(before, result.steps[-1].action, final))
+        else:
+            holds = bool(prop.predicate(final))
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"property {name!r} raised {_exc(e)} on the final state") from e
+    where = "transition" if prop.step else "state"
+    if holds:
+        result.property_status = "holds"
+        result.property_note = f"property {name!r} now HOLDS on the final {where}: the trace no longer shows a violation"
+    else:
+        result.property_status = "violated"
+        result.property_note = f"property {name!r} is still violated on the final {where} (step {len(result.steps) - 1})"
+
+
+def _exc(e: BaseException) -> str:
+    """``KeyError: 'x' (at spec/model.py:42)`` from the innermost frame of ``e``."""
+    tb = e.__traceback__
+    loc = ""
+    while tb is not None:
+        loc = f"{os.path.relpath(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    msg = str(e)
+    return f"{type(e).__name__}{': ' + msg if msg else ''}{' (at ' + loc + ')' if loc else ''}"
