@@ -1,0 +1,99 @@
+"""State fingerprints: a stable 64-bit digest of a state's canonical encoding.
+
+The fingerprint is ``blake2b(model.encode(state), digest_size=8)`` read as a signed
+little-endian 64-bit integer.  It never uses Python's ``hash()``, so it is the same
+on every run, whatever ``PYTHONHASHSEED`` is, and the same in every process (the
+local engine and Spark executors agree).
+
+``model.encode`` defaults to ``repr(state).encode()``, which is canonical only for
+plain values; ``validate_state`` checks that a state is made of tuples (NamedTuples
+included), ints, bools, str and None, and names the first offending value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from checker.errors import ModelError
+
+_blake2b = hashlib.blake2b
+_MASK = (1 << 64) - 1
+
+
+def fingerprint(model: Any, state: Any) -> int:
+    """The signed 64-bit fingerprint of ``state`` under ``model.encode``."""
+    return int.from_bytes(_blake2b(model.encode(state), digest_size=8).digest(), "little", signed=True)
+
+
+def fingerprint_bytes(data: bytes) -> int:
+    """The fingerprint of an already-encoded state."""
+    return int.from_bytes(_blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+def format_fingerprint(fp: int) -> str:
+    """``0x`` and 16 hex digits of the unsigned value: ``format_fingerprint(-1) == '0xffffffffffffffff'``."""
+    return "0x%016x" % (fp & _MASK)
+
+
+def parse_fingerprint(text: str) -> int:
+    """Inverse of ``format_fingerprint``; raises ValueError on anything else.
+
+    >>> parse_fingerprint(format_fingerprint(-2))
+    -2
+    """
+    s = text.strip().lower()
+    if s.startswith("0x"):
+        s = s[2:]
+    if not 1 <= len(s) <= 16 or any(c not in "0123456789abcdef" for c in s):
+        raise ValueError(f"not a fingerprint: {text!r} (expected 0x followed by 16 hex digits)")
+    value = int(s, 16)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+_SCALARS = (int, str)  # bool is an int; int/str subclasses (IntEnum) have a stable repr too
+_PLAIN = frozenset((int, str, bool))
+
+
+def validate_state(state: Any, where: str = "state") -> None:
+    """Raise ModelError unless ``state`` is built only from tuples (NamedTuples
+    included), ints, bools, str and None.
+
+    The message names the offending value's type and its path inside the state,
+    e.g. ``state.zk.partitions[0].isr``.  Iterative, so deep states are fine.
+    """
+    stack = [(state, where)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        value, path = pop()
+        if value is None or isinstance(value, _SCALARS):
+            continue
+        if isinstance(value, tuple):
+            fields = getattr(type(value), "_fields", None)
+            # Push children in reverse so the first offending value in order is reported.
+            if fields is not None and len(fields) == len(value):
+                for i in range(len(value) - 1, -1, -1):
+                    item = value[i]
+                    if not (item is None or type(item) in _PLAIN):
+                        push((item, f"{path}.{fields[i]}"))
+            else:
+                for i in range(len(value) - 1, -1, -1):
+                    item = value[i]
+                    if not (item is None or type(item) in _PLAIN):
+                        push((item, f"{path}[{i}]"))
+            continue
+        kind = type(value).__name__
+        raise ModelError(
+            f"{path} is a {kind} ({_short(value)}): states may hold only tuples (NamedTuples "
+            f"included), int, bool, str and None, so that repr() is a canonical encoding and the "
+            f"fingerprint is stable across runs; use sorted tuples instead of a {kind}"
+        )
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the real problem
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
