@@ -1,0 +1,564 @@
+"""The ``kmc`` command line: ``kmc check``, ``kmc replay``, ``kmc list``.
+
+Models are found through the ``kmc.models`` entry-point group, or named as
+``module:attribute`` with ``--model``; the CLI never imports ``spec/`` by name.
+
+Exit status (every subcommand):
+
+  0  success: the check found no violation (exhaustive, or within the bounds),
+     the trace replays and still shows its violation, the listing was printed
+  1  a property is violated (a trace is saved), or a trace no longer fits the model
+  2  bad input: unknown preset/key/property/model, value out of range, malformed
+     config or trace file, bad flag (one line on stderr, no traceback)
+  3  the model broke its contract (next_state raised, a state holds a set, ...)
+  4  an internal error of kmc itself (set KMC_DEBUG=1 for the traceback)
+  130 interrupted (Ctrl-C)
+
+Every failure line on stderr ends with the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Mapping, NoReturn, Sequence, TextIO
+
+from checker.config import load_config_file, parse_set, resolve, suggest
+from checker.errors import ModelError, UsageError
+from checker.model import ALWAYS, SOMETIMES, Property
+
+GROUP = "kmc.models"
+DEFAULT_MODEL = "kafka"
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_MODEL, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+EXIT_CODES = """\
+exit status:
+  0    success (check: no violation, exhaustive or within the bounds;
+       replay: the trace fits the model and still shows its violation)
+  1    a property is violated and a trace was saved (check), or the trace
+       no longer fits the model / no longer violates its property (replay)
+  2    bad input: unknown preset, key, property or model, a value out of
+       range, a malformed config or trace file, a bad flag
+  3    the model broke its contract (e.g. next_state raised, a state holds a set)
+  4    internal error of kmc (KMC_DEBUG=1 shows the traceback)
+  130  interrupted"""
+
+
+class _ArgError(Exception):
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line (exit 2) instead of usage + message."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ArgError(self.prog, message)
+
+
+# ------------------------------------------------------------------ model lookup
+
+def registered_models() -> dict[str, importlib.metadata.EntryPoint]:
+    eps = importlib.metadata.entry_points(group=GROUP)
+    return {ep.name: ep for ep in sorted(eps, key=lambda e: e.name)}
+
+
+def _exc(e: BaseException) -> str:
+    from checker.trace import _exc as fmt
+    return fmt(e)
+
+
+def _as_family(obj: Any, ref: str) -> Any:
+    from checker.model import ModelFamily
+    if isinstance(obj, type) and issubclass(obj, ModelFamily):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"model family {ref!r}: constructing it raised {_exc(e)}") from e
+    if not all(hasattr(obj, a) for a in ("build", "parameters", "presets")):
+        raise UsageError(f"{ref!r} is a {type(obj).__name__}, not a model family (checker.model.ModelFamily); "
+                         f"point --model at a ModelFamily object")
+    return obj
+
+
+def load_family(ref: str | None) -> tuple[Any, str]:
+    """``(family, family_ref)`` for ``--model`` (an entry-point name or
+    ``module:attribute``), or the registered default when ``ref`` is None."""
+    if ref is not None and ":" in ref:
+        modname, _, attr = ref.partition(":")
+        if not modname or not attr:
+            raise UsageError(f"--model {ref!r} must be NAME or module:attribute, e.g. --model tests.toys:FAMILY")
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.insert(0, cwd)
+        try:
+            module = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name and (modname == e.name or modname.startswith(e.name + ".")):
+                raise UsageError(f"cannot import module {modname!r} for --model {ref}: no module named {e.name!r}; "
+                                 f"check the name and PYTHONPATH") from None
+            raise UsageError(f"importing {modname!r} for --model {ref} failed: {e}; install what it needs") from None
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"importing {modname!r} for --model {ref} raised {_exc(e)}") from e
+        obj: Any = module
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                names = [n for n in dir(module) if not n.startswith("_")]
+                raise UsageError(f"module {modname!r} has no attribute {attr!r}{suggest(part, names)}; "
+                                 f"check --model {ref}")
+            obj = getattr(obj, part)
+        return _as_family(obj, ref), ref
+    models = registered_models()
+    if ref is None:
+        if not models:
+            raise UsageError(f"no model is registered in the {GROUP!r} entry-point group (is kmc installed? "
+                             f"run pip install -e .); or name one with --model module:attribute")
+        if len(models) == 1:
+            ref = next(iter(models))
+        elif DEFAULT_MODEL in models:
+            ref = DEFAULT_MODEL
+        else:
+            raise UsageError(f"several models are registered ({', '.join(models)}); pick one with --model NAME")
+    if ref not in models:
+        known = ", ".join(models) or "none registered"
+        raise UsageError(f"unknown model {ref!r}{suggest(ref, list(models))} (known: {known}); "
+                         f"pick one with --model NAME or --model module:attribute")
+    ep = models[ref]
+    try:
+        obj = ep.load()
+    except ImportError as e:
+        raise UsageError(f"model {ref!r} is registered as {ep.value} but cannot be imported: {e}; "
+                         f"reinstall kmc (pip install -e .)") from None
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"loading model {ref!r} ({ep.value}) raised {_exc(e)}") from e
+    return _as_family(obj, ref), ref
+
+
+def _build(family: Any, config: Mapping[str, Any]) -> Any:
+    try:
+        return family.build(config)
+    except ValueError as e:
+        raise UsageError(f"invalid configuration for model {family.name!r}: {e}; "
+                         f"change the values with --set key=value") from None
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"building model {family.name!r} raised {_exc(e)}") from e
+
+
+def _model_properties(model: Any) -> list[Property]:
+    try:
+        return list(model.properties())
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{model.name}.properties() raised {_exc(e)}") from e
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _config_line(config: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={_show(v)}" for k, v in config.items()) or "(no parameters)"
+
+
+# -------------------------------------------------------------------------- check
+
+def _resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
+    preset = args.preset or (file_cfg.preset if file_cfg else None) or family.default_preset
+    file_values = file_cfg.values if file_cfg else {}
+    if file_values:
+        try:
+            resolve(family, preset, file_values)
+        except UsageError as e:
+            raise UsageError(f"config file '{file_cfg.path}': {e}") from None
+    overrides = {**file_values, **parse_set(args.set)}
+    return preset, resolve(family, preset, overrides)
+
+
+def cmd_check(args: argparse.Namespace, command: str) -> int:
+    from checker import bfs
+    from checker.invariants import load_all
+    from checker.result import BOUNDED, OK, VIOLATED
+    from checker.trace import write_trace
+
+    out: TextIO = sys.stderr if args.json else sys.stdout
+    file_cfg = load_config_file(args.config) if args.config else None
+    parse_set(args.set)  # report a malformed --set before loading anything
+    family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    preset, config = _resolve_config(args, family, file_cfg)
+    model = _build(family, config)
+    model_props = _model_properties(model)
+    user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
+    props = model_props + user_props
+    check_deadlock = not args.no_deadlock
+    if args.property:
+        known = [p.name for p in props]
+        chosen: list[Property] = []
+        want_deadlock = False
+        for name in args.property:
+            if name == "Deadlock":
+                want_deadlock = True
+                continue
+            if name not in known:
+                raise UsageError(f"unknown property {name!r}{suggest(name, known + ['Deadlock'])} "
+                                 f"(known: {', '.join(known + ['Deadlock'])}); see kmc list properties")
+            chosen.extend(p for p in props if p.name == name and p not in chosen)
+        props = chosen
+        check_deadlock = check_deadlock and want_deadlock
+
+    if not args.quiet:
+        print(f"kmc check: model {model.name} {model.version} (family {family_ref}), preset {preset}", file=out)
+        print(f"config: {_config_line(config)}", file=out)
+        extra = [f"{len(user_props)} from --invariants"] if user_props else []
+        bounds = []
+        if args.max_depth is not None:
+            bounds.append(f"max depth {args.max_depth}")
+        if args.max_states is not None:
+            bounds.append(f"max states {args.max_states}")
+        print(f"properties: {len(props)}{' (' + ', '.join(extra) + ')' if extra else ''}; "
+              f"deadlock check {'on' if check_deadlock else 'off'}"
+              f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
+        out.flush()
+
+    result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
+                       keep_going=args.keep_going, check_deadlock=check_deadlock,
+                       progress=None if args.quiet else sys.stderr)
+    st = result.stats
+    print(f"distinct states: {st.distinct}  generated: {st.generated}  depth: {st.depth}", file=out)
+    print(f"time: {st.seconds:.2f} s  ({st.states_per_second:,.0f} states/s)  "
+          f"peak memory: {st.peak_memory_bytes / 2**20:.1f} MiB", file=out)
+    if st.action_counts:
+        print("actions: " + ", ".join(f"{k}={v}" for k, v in sorted(st.action_counts.items())), file=out)
+    for name, depth in sorted(st.witnesses.items()):
+        print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else "NOT reached"), file=out)
+
+    rationale = {p.name: p for p in props}
+    trace_paths: list[str] = []
+    for v in result.violations:
+        prop = rationale.get(v.property)
+        print(file=out)
+        print(f"VIOLATED: {v.property} ({v.kind})", file=out)
+        if prop is not None and prop.rationale and prop.rationale not in (v.message or ""):
+            print(f"  rationale: {prop.rationale}", file=out)
+        elif v.kind == "deadlock":
+            print("  rationale: a reachable state that is not terminal has no enabled action "
+                  "(turn this check off with --no-deadlock)", file=out)
+        if v.message:
+            print(f"  {v.message}", file=out)
+        if v.path:
+            try:
+                path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config,
+                                   preset=preset, violation=v, command=command, properties=props,
+                                   invariants=args.invariants or [])
+            except OSError as e:
+                raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
+                                 f"choose another directory with --traces-dir DIR") from None
+            except (UsageError, ModelError):
+                raise
+            except Exception as e:  # noqa: BLE001 - describe() is model code
+                raise ModelError(f"saving the trace of {v.property}: {model.name}.describe() raised {_exc(e)}") from e
+            trace_paths.append(str(path))
+            print(f"  trace: {len(v.path)} states, {len(v.path) - 1} actions, saved to {path}", file=out)
+            print(f"  replay it: kmc replay {shlex.quote(str(path))}", file=out)
+        elif v.kind == SOMETIMES:
+            print("  the witness state was never reached, so the 'always' properties may hold vacuously", file=out)
+
+    print(file=out)
+    if result.verdict == OK:
+        print(f"verdict: OK: every property holds on all {st.distinct} reachable states"
+              f"{' and every witness was reached' if st.witnesses else ''}", file=out)
+    elif result.verdict == BOUNDED:
+        print(f"verdict: BOUNDED: no violation within the bounds; the search was not exhaustive "
+              f"({st.distinct} states, depth {st.depth})", file=out)
+    else:
+        names = ", ".join(dict.fromkeys(v.property for v in result.violations))
+        print(f"verdict: VIOLATED: {names}", file=out)
+    out.flush()
+
+    if args.json:
+        doc = {
+            **{k: v for k, v in st.as_dict().items()},
+            "verdict": result.verdict,
+            "violated_property": result.violations[0].property if result.violations else None,
+            "violated_properties": [v.property for v in result.violations],
+            "trace_path": trace_paths[0] if trace_paths else None,
+            "trace_paths": trace_paths,
+            "violations": [{"property": v.property, "kind": v.kind, "message": v.message,
+                            "length": len(v.path)} for v in result.violations],
+            "model": model.name,
+            "model_version": str(model.version),
+            "family": family_ref,
+            "preset": preset,
+            "config": config,
+        }
+        order = ["distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
+                 "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
+                 "witnesses", "action_counts", "complete", "violations", "model", "model_version",
+                 "family", "preset", "config"]
+        sys.stdout.write(json.dumps({k: doc[k] for k in order}, default=str) + "\n")
+        sys.stdout.flush()
+    if result.verdict == VIOLATED:
+        names = ", ".join(dict.fromkeys(v.property for v in result.violations))
+        where = f"; replay the trace with kmc replay {shlex.quote(trace_paths[0])}" if trace_paths else ""
+        _fail(f"property violated: {names}{where}", command)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------- replay
+
+def cmd_replay(args: argparse.Namespace, command: str) -> int:
+    from checker.invariants import load_all
+    from checker.trace import load_trace, render_changes, replay
+
+    trace = load_trace(args.file)
+
+    def resolver(ref: str) -> Any:
+        return load_family(args.model or ref)[0]
+
+    last = len(trace.steps) - 1
+    prop = trace.property
+    print(f"replaying {args.file}: {prop['name']} ({prop['kind']}{', step' if prop.get('step') else ''}) "
+          f"on model {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
+          f"preset {trace.preset or '-'}, {last + 1} steps")
+    if prop.get("rationale"):
+        print(f"  rationale: {prop['rationale']}")
+    print(f"config: {_config_line(trace.config)}")
+    res = replay(trace, resolver, stop_at=args.step,
+                 property_loader=lambda paths: load_all(paths))
+    for w in res.warnings:
+        print(f"warning: {w}")
+    for step in res.steps:
+        if not res.fits and step.index == res.failed_step:
+            break
+        print("\n".join(step.render()))
+    if not res.fits:
+        print()
+        print(f"MISMATCH: {res.reason}")
+        if res.mismatch:
+            print("  recorded -> re-derived:")
+            print("\n".join(render_changes(res.mismatch, indent="    ")))
+        _fail(f"trace no longer fits the model: {res.reason}", command)
+        return EXIT_FAIL
+    print()
+    if res.stopped_at is not None:
+        print(f"stopped after step {res.stopped_at} of {last}: every step so far fits the model and "
+              f"every fingerprint matches")
+        return EXIT_OK
+    print(f"the trace replays: all {last + 1} steps fit the model and every fingerprint matches")
+    print(res.property_note)
+    if res.property_status == "holds":
+        _fail(f"the trace replays but {res.property_note}", command)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- list
+
+def cmd_list(args: argparse.Namespace, command: str) -> int:
+    what = args.what or "all"
+    if what in ("models", "all"):
+        models = registered_models()
+        print(f"models (entry-point group {GROUP}; or --model module:attribute):")
+        for name, ep in models.items():
+            print(f"  {name:<12} {ep.value}")
+        if not models:
+            print("  (none registered; is kmc installed? pip install -e .)")
+        if what == "models":
+            return EXIT_OK
+        print()
+    family, ref = load_family(args.model)
+    print(f"model family {family.name} {family.version} ({ref})")
+    params = family.parameters
+    if what in ("presets", "all"):
+        print()
+        print(f"presets (default: {family.default_preset}):")
+        width = max((len(n) for n in family.presets), default=0)
+        for name, p in family.presets.items():
+            over = " ".join(f"{k}={_show(v)}" for k, v in p.overrides.items())
+            print(f"  {name:<{width}}  {p.doc}" + (f"  [{over}]" if over else ""))
+    if what in ("parameters", "all"):
+        print()
+        print("parameters (change with --set key=value):")
+        width = max((len(n) for n in params), default=0)
+        for name, p in params.items():
+            print(f"  {name:<{width}}  {_param_range(p):<18} default {_show(p.default):<6} {p.doc}")
+    if what in ("flags", "all"):
+        print()
+        print("flags (boolean parameters; --set name=true|false):")
+        flags = [p for p in params.values() if isinstance(p.default, bool)]
+        width = max((len(p.name) for p in flags), default=0)
+        for p in flags:
+            print(f"  {p.name:<{width}}  default {_show(p.default):<5}  {p.doc}")
+        if not flags:
+            print("  (none)")
+    if what in ("properties", "all"):
+        print()
+        print("properties:")
+        try:
+            props = list(family.property_docs())
+        except (UsageError, ModelError):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{family.name}.property_docs() raised {_exc(e)}") from e
+        width = max((len(p.name) for p in props), default=0)
+        for p in props:
+            kind = p.kind + (" (step)" if p.step else "")
+            print(f"  {p.name:<{width}}  {kind:<13} {p.rationale}")
+        print(f"  {'Deadlock':<{width}}  {'(built in)':<13} a non-terminal state with no enabled action "
+              f"(off with --no-deadlock)")
+    if what in ("actions", "all"):
+        print()
+        print("actions:")
+        docs = dict(family.action_docs())
+        width = max((len(n) for n in docs), default=0)
+        for name, doc in docs.items():
+            print(f"  {name:<{width}}  {doc}")
+        if not docs:
+            print("  (not documented by the family)")
+    return EXIT_OK
+
+
+def _param_range(p: Any) -> str:
+    t = type(p.default).__name__
+    if p.choices is not None:
+        return f"{t} in {{{', '.join(_show(c) for c in p.choices)}}}"
+    if p.minimum is not None or p.maximum is not None:
+        lo = "" if p.minimum is None else str(p.minimum)
+        hi = "" if p.maximum is None else str(p.maximum)
+        return f"{t} {lo}..{hi}"
+    return t
+
+
+# --------------------------------------------------------------------------- main
+
+def _nonneg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expects a number >= 0, got {v}")
+    return v
+
+
+def _positive(text: str) -> int:
+    v = _nonneg(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expects a number >= 1, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="kmc", allow_abbrev=False, formatter_class=fmt,
+                     description="Model-check the Kafka controller model (or any kmc model family).",
+                     epilog=EXIT_CODES)
+    sub = parser.add_subparsers(dest="command", metavar="{check,replay,list}", parser_class=_Parser)
+    sub.required = True
+
+    model_help = ("model family: a name registered in the kmc.models entry-point group, or module:attribute "
+                  "(default: the registered model, 'kafka' if there are several)")
+    c = sub.add_parser("check", help="explore every reachable state and check the properties",
+                       allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+                       description="Explore the state space breadth-first and check every property. "
+                                   "A violation is saved as a JSON trace that `kmc replay` re-derives.")
+    c.add_argument("--model", metavar="NAME|module:attr", help=model_help)
+    c.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset; "
+                                                 "see kmc list presets)")
+    c.add_argument("--config", metavar="FILE.toml", help="TOML file with preset = \"...\", model = \"...\" and "
+                                                         "key = value lines (top level or in [config])")
+    c.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="override one parameter (repeatable; applied after the preset and --config)")
+    c.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+                   help="Python file defining extra properties with checker.model.always()/sometimes() "
+                        "(repeatable)")
+    c.add_argument("--property", metavar="NAME", action="append", default=[],
+                   help="check only this property (repeatable; Deadlock is checked only if named too)")
+    c.add_argument("--max-depth", metavar="N", type=_nonneg, help="stop expanding states at depth N")
+    c.add_argument("--max-states", metavar="N", type=_positive, help="stop after N distinct states")
+    c.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="keep exploring after a violation (report every violated property)")
+    c.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")
+    c.add_argument("--traces-dir", metavar="DIR", default="traces",
+                   help="where counterexample traces are saved (default: traces/ in the current directory); "
+                        "existing files are never overwritten")
+    c.add_argument("--json", action="store_true",
+                   help="print one JSON object with the results on stdout; human output goes to stderr")
+    c.add_argument("--quiet", action="store_true", help="no header and no progress lines")
+    c.set_defaults(func=cmd_check)
+
+    r = sub.add_parser("replay", help="re-derive a saved trace step by step and show what changed",
+                       allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+                       description="Rebuild the model from the trace's family and config, re-execute every "
+                                   "recorded action, verify every fingerprint, print a diff per step, and "
+                                   "re-check the violated property on the final state.")
+    r.add_argument("file", metavar="FILE", help="a trace written by kmc check (traces/*.json)")
+    r.add_argument("--step", metavar="N", type=_nonneg, help="stop after step N")
+    r.add_argument("--model", metavar="NAME|module:attr",
+                   help="use this model family instead of the one recorded in the trace")
+    r.set_defaults(func=cmd_replay)
+
+    lst = sub.add_parser("list", help="list models, presets, parameters, flags, properties, actions",
+                         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+                         description="Describe what a model family offers. With no argument, list everything.")
+    lst.add_argument("what", nargs="?",
+                     choices=["presets", "properties", "actions", "flags", "parameters", "models"],
+                     help="what to list (default: everything)")
+    lst.add_argument("--model", metavar="NAME|module:attr", help=model_help)
+    lst.set_defaults(func=cmd_list)
+    return parser
+
+
+def _fail(message: str, command: str, kind: str = "") -> None:
+    sys.stdout.flush()
+    print(f"kmc: {kind}{message} (reproduce: {command})", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = shlex.join(["kmc", *argv])
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            raise _ArgError(f"kmc {args.command}", f"unrecognized arguments: {' '.join(extra)}")
+        return int(args.func(args, command))
+    except _ArgError as e:
+        msg = str(e).replace("\n", " ")
+        if e.prog == "kmc" and "required" in msg:
+            msg = "choose a command: check, replay or list"
+        _fail(f"{msg}; see {e.prog} --help", command, "error: ")
+        return EXIT_USAGE
+    except UsageError as e:
+        _fail(" ".join(str(e).split("\n")), command, "error: ")
+        return EXIT_USAGE
+    except ModelError as e:
+        _fail(f"{e}", command, "the model broke its contract: ")
+        return EXIT_MODEL
+    except KeyboardInterrupt:
+        _fail("interrupted", command)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("KMC_DEBUG"):
+            raise
+        _fail(f"{_exc(e)}; this is a bug in kmc: rerun with KMC_DEBUG=1 for the traceback and report it",
+              command, "internal error: ")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
