@@ -243,6 +243,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else "NOT reached"), file=out)
 
     rationale = {p.name: p for p in props}
+    label = preset if config == resolve(family, preset, {}) else f"{preset}-custom"
     trace_paths: list[str] = []
     for v in result.violations:
         prop = rationale.get(v.property)
@@ -259,7 +260,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             try:
                 path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config,
                                    preset=preset, violation=v, command=command, properties=props,
-                                   invariants=args.invariants or [])
+                                   invariants=args.invariants or [], label=label)
             except OSError as e:
                 raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
                                  f"choose another directory with --traces-dir DIR") from None
@@ -327,6 +328,9 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
         return load_family(args.model or ref)[0]
 
     last = len(trace.steps) - 1
+    if args.step is not None and args.step > last:
+        raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
+                         f"pick one of them")
     prop = trace.property
     print(f"replaying {args.file}: {prop['name']} ({prop['kind']}{', step' if prop.get('step') else ''}) "
           f"on model {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
@@ -336,18 +340,21 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     print(f"config: {_config_line(trace.config)}")
     res = replay(trace, resolver, stop_at=args.step,
                  property_loader=lambda paths: load_all(paths))
-    for w in res.warnings:
-        print(f"warning: {w}")
     for step in res.steps:
         if not res.fits and step.index == res.failed_step:
             break
         print("\n".join(step.render()))
+    for w in res.warnings:
+        print(f"warning: {w}")
     if not res.fits:
         print()
         print(f"MISMATCH: {res.reason}")
         if res.mismatch:
             print("  recorded -> re-derived:")
             print("\n".join(render_changes(res.mismatch, indent="    ")))
+        elif res.failed_step is not None and "differ" in (res.reason or ""):
+            print("  the recorded and re-derived describe() views are identical: the difference is in a part "
+                  "of the state describe() does not show, or the recorded fingerprint was edited")
         _fail(f"trace no longer fits the model: {res.reason}", command)
         return EXIT_FAIL
     print()
@@ -391,8 +398,10 @@ def cmd_list(args: argparse.Namespace, command: str) -> int:
         print()
         print("parameters (change with --set key=value):")
         width = max((len(n) for n in params), default=0)
+        rwidth = min(max((len(_param_range(p)) for p in params.values()), default=0), 40)
+        dwidth = min(max((len(_show(p.default)) for p in params.values()), default=0), 20)
         for name, p in params.items():
-            print(f"  {name:<{width}}  {_param_range(p):<18} default {_show(p.default):<6} {p.doc}")
+            print(f"  {name:<{width}}  {_param_range(p):<{rwidth}}  default {_show(p.default):<{dwidth}}  {p.doc}")
     if what in ("flags", "all"):
         print()
         print("flags (boolean parameters; --set name=true|false):")
@@ -545,7 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(" ".join(str(e).split("\n")), command, "error: ")
         return EXIT_USAGE
     except ModelError as e:
-        _fail(f"{e}", command, "the model broke its contract: ")
+        msg = str(e).strip()
+        if msg.lower().startswith("model error:"):
+            msg = msg[len("model error:"):].strip()
+        _fail(msg, command, "the model broke its contract: ")
         return EXIT_MODEL
     except KeyboardInterrupt:
         _fail("interrupted", command)

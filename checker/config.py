@@ -261,8 +261,9 @@ def load_config_file(path: str | Path) -> ConfigFile:
         for key, value in items.items():
             if not isinstance(value, _SCALARS):
                 kind = "table" if isinstance(value, dict) else "array" if isinstance(value, list) else type(value).__name__
+                article = "an" if kind[0] in "aeiou" else "a"
                 raise UsageError(
-                    f"config file '{path}'{line_of(key)}: {where}{key} is a {kind}, but config values must be "
+                    f"config file '{path}'{line_of(key)}: {where}{key} is {article} {kind}, but config values must be "
                     f"a boolean, integer or string; write e.g. {key} = 3")
             if key in out.values:
                 raise UsageError(

@@ -158,11 +158,11 @@ def default_command() -> str:
 def write_trace(directory: str | Path, *, family_ref: str, model: Model, config: Mapping[str, Any],
                 preset: str | None, violation: Any, engine: str = "local",
                 command: str | None = None, properties: Sequence[Property] | None = None,
-                invariants: Sequence[str] = ()) -> Path:
+                invariants: Sequence[str] = (), label: str | None = None) -> Path:
     """Save ``violation``'s path as a JSON trace in ``directory`` and return its path.
 
-    The file is named ``<Property>-<preset>-<first 8 hex digits of the final
-    fingerprint>.json``.  An existing file is never overwritten: identical content
+    The file is named ``<Property>-<label>-<first 8 hex digits of the final
+    fingerprint>.json``, where ``label`` defaults to the preset (``custom`` without one).  An existing file is never overwritten: identical content
     reuses it, different content gets a ``-2``, ``-3``... suffix.  ``properties``
     (default ``model.properties()``) is where the property's rationale comes from;
     ``invariants`` lists the user invariant files the run loaded, so that replay can
@@ -202,7 +202,7 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{_safe(violation.property)}-{_safe(preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
+    stem = f"{_safe(violation.property)}-{_safe(label or preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
     n = 1
     while True:
         path = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
@@ -478,6 +478,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
     prev_view = view_of(state, "step 0")
     result.steps.append(ReplayStep(0, None, norm(rec0.fingerprint), prev_view, []))
     prev, prev_state = state, None
+    shown_view_warning = False
     end = last if stop_at is None else stop_at
     for rec in trace.steps[1:end + 1]:
         where = f"step {rec.index}"
@@ -510,6 +511,10 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
             result.steps.append(ReplayStep(rec.index, rec.action, fp, view, diff(prev_view, view)))
             return result
         result.steps.append(ReplayStep(rec.index, rec.action, fp, view, diff(prev_view, view)))
+        if not shown_view_warning and diff(rec.state, view):
+            shown_view_warning = True
+            result.warnings.append(f"{where}: the recorded state view differs from the model's describe() "
+                                   f"although the fingerprint matches (describe() changed?)")
         prev_state, prev, prev_view = prev, nxt, view
     if stop_at is not None and stop_at < last:
         result.property_note = f"stopped at step {stop_at} of {last}; property not re-checked"
