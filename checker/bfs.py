@@ -199,8 +199,6 @@ class _Search:
         complete = not (self.cut or self.stopped)
         # Every state stored after the current level began is one level deeper.
         depth = self.level + (1 if len(self.visited) > self.stored_at_level else 0)
-        if self.progress is not None:
-            self._report(len(self.nxt), depth, final=True)
 
         violations = [self._violation(*rec) for rec in self.found]
         if complete:
@@ -562,14 +560,14 @@ class _Search:
             f"reach: fix it, or disable the action in this state."
         )
 
-    def _report(self, queue, depth, final=False) -> None:
+    def _report(self, queue, depth) -> None:
         now = time.perf_counter()
         self.last_report = now
         elapsed = now - self.start
         distinct = len(self.visited)
         rate = distinct / elapsed if elapsed > 0 else 0.0
         self.progress.write(
-            f"progress{' (done)' if final else ''}: distinct={distinct} generated={sum(self.counts.values())} "
+            f"progress: distinct={distinct} generated={sum(self.counts.values())} "
             f"depth={depth} queue={queue} states/s={rate:.0f} elapsed={elapsed:.1f}s\n"
         )
         try:
