@@ -76,12 +76,20 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str,
     out = []
     for k, old in fb.items():
         new = fa.get(k, ABSENT)
+        if new is ABSENT and old in ([], {}) and _has_children(k, fa):
+            continue  # an empty container that got elements: its elements show the change
         if new is ABSENT or not _same(old, new):
             out.append((k, old, new))
     for k, new in fa.items():
         if k not in fb:
+            if new in ([], {}) and _has_children(k, fb):
+                continue
             out.append((k, ABSENT, new))
     return out
+
+
+def _has_children(key: str, flat: Mapping[str, Any]) -> bool:
+    return any(k.startswith((key + "[", key + ".")) for k in flat)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -1,0 +1,231 @@
+"""checker.trace: writing, loading, replaying and diffing JSON traces."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import pytest
+
+from checker.bfs import check
+from checker.config import resolve
+from checker.errors import UsageError
+from checker.model import Action, Model, ModelFamily, Parameter, Preset, action, always
+from checker.result import VIOLATED
+from checker.trace import (ABSENT, FORMAT_VERSION, diff, flatten, load_trace, render_changes, replay,
+                           write_trace)
+from tests.toys import FAMILY
+
+
+class Moves(Model):
+    """A token on a line of ``n`` cells; actions carry a tuple argument."""
+
+    name, version = "moves", "1"
+
+    def __init__(self, n: int, bad: int):
+        self.n, self.bad = n, bad
+
+    def init_states(self):
+        return [(0, ())]
+
+    def actions(self, s):
+        pos, _ = s
+        return [action("Move", span=(pos, pos + 1), note=None)] if pos < self.n else []
+
+    def next_state(self, s, a):
+        pos, hist = s
+        return (a.get("span")[1], hist + (pos,))
+
+    def is_terminal(self, s):
+        return True
+
+    def properties(self):
+        return [always("NotBad", lambda s: s[0] != self.bad, "the token never reaches the bad cell")]
+
+    def describe(self, s):
+        return {"pos": s[0], "hist": list(s[1]), "meta": {"n": self.n}}
+
+
+class MovesFamily(ModelFamily):
+    name, version = "moves", "1"
+    parameters = {"n": Parameter("n", 4, "cells", 1, 10), "bad": Parameter("bad", 3, "bad cell", 0, 20)}
+    presets = {"default": Preset("default", "n=4, bad=3")}
+
+    def build(self, config: Mapping[str, Any]) -> Model:
+        return Moves(config["n"], config["bad"])
+
+
+MOVES = MovesFamily()
+FAMILIES = {"moves": MOVES, "toys": FAMILY}
+
+
+def resolver(ref: str):
+    return FAMILIES[ref]
+
+
+def violated(family, preset, overrides=None, **kw):
+    cfg = resolve(family, preset, overrides or {})
+    model = family.build(cfg)
+    result = check(model, **kw)
+    assert result.verdict == VIOLATED
+    return model, cfg, result.violations[0]
+
+
+def save(tmp_path, family_ref="moves", preset="default", overrides=None, **kw):
+    family = FAMILIES[family_ref]
+    model, cfg, v = violated(family, preset, overrides)
+    return write_trace(tmp_path, family_ref=family_ref, model=model, config=cfg, preset=preset,
+                       violation=v, command="kmc check test", **kw)
+
+
+# ---------------------------------------------------------------------- diff
+
+
+def test_flatten_and_diff():
+    before = {"zk": {"partition": [{"leader": 1, "isr": (1, 2)}]}, "controller": 0, "empty": []}
+    after = {"zk": {"partition": [{"leader": 2, "isr": (1,)}]}, "controller": 0, "empty": [], "new": True}
+    assert flatten(before) == {"zk.partition[0].leader": 1, "zk.partition[0].isr[0]": 1,
+                               "zk.partition[0].isr[1]": 2, "controller": 0, "empty": []}
+    assert diff(before, after) == [("zk.partition[0].leader", 1, 2), ("zk.partition[0].isr[1]", 2, ABSENT),
+                                   ("new", ABSENT, True)]
+    assert diff(after, after) == []
+    assert diff({"a": 1}, {"a": True}) == [("a", 1, True)]  # True == 1, but it is a change
+    assert render_changes(diff(before, after))[0] == "  zk.partition[0].leader: 1 -> 2"
+    assert render_changes([]) == ["  (no change)"]
+
+
+# ----------------------------------------------------------------- write/load
+
+
+def test_write_and_load_roundtrip(tmp_path):
+    path = save(tmp_path / "traces")
+    assert path.parent == tmp_path / "traces" and path.name.startswith("NotBad-default-")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "kmc-trace" and doc["format_version"] == FORMAT_VERSION
+    assert doc["model"] == {"name": "moves", "version": "1", "family": "moves"}
+    assert doc["config"] == {"n": 4, "bad": 3} and doc["preset"] == "default"
+    assert doc["property"]["name"] == "NotBad" and doc["property"]["kind"] == "always"
+    assert doc["property"]["rationale"] == "the token never reaches the bad cell"
+    assert doc["created_by"] == "kmc check test" and doc["engine"] == "local"
+    assert doc["steps"][0]["action"] is None and doc["steps"][0]["index"] == 0
+    assert doc["steps"][1]["action"] == {"name": "Move", "args": {"span": [0, 1], "note": None}}
+    assert doc["steps"][-1]["fingerprint"].startswith("0x") and len(doc["steps"][-1]["fingerprint"]) == 18
+    assert path.name.endswith(doc["steps"][-1]["fingerprint"][2:10] + ".json")
+    trace = load_trace(path)
+    assert trace.steps[1].action == action("Move", span=(0, 1), note=None)  # lists become tuples again
+    assert isinstance(trace.steps[1].action, Action)
+    assert len(trace.steps) == 4 and trace.property_name == "NotBad"
+
+
+def test_never_overwrites(tmp_path):
+    first = save(tmp_path)
+    text = first.read_text()
+    assert save(tmp_path) == first  # identical content: reused
+    # Same file name (same property, preset and final state) but different content.
+    second = save(tmp_path, invariants=["x.py"])
+    assert second != first and second.name.endswith("-2.json")
+    assert first.read_text() == text
+    third = save(tmp_path, invariants=["y.py"])
+    assert third.name.endswith("-3.json")
+    # A user's own file with the trace's name is left alone.
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / first.name).write_text("my notes")
+    fourth = save(mine)
+    assert (mine / first.name).read_text() == "my notes" and fourth.name.endswith("-2.json")
+
+
+def write_doc(tmp_path, doc, name="t.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.pop("steps"), "missing field 'steps'"),
+    (lambda d: d.__setitem__("format_version", 2), "this kmc reads format_version 1"),
+    (lambda d: d.__setitem__("format", "other"), "field 'format'"),
+    (lambda d: d["model"].pop("family"), "'model.family'"),
+    (lambda d: d.__setitem__("config", []), "field 'config' must be an object"),
+    (lambda d: d["steps"][1].__setitem__("fingerprint", "zz"), "steps[1].fingerprint"),
+    (lambda d: d["steps"][1].__setitem__("index", 7), "steps[1].index"),
+    (lambda d: d["steps"][1].__setitem__("action", None), "steps[1].action"),
+    (lambda d: d["steps"][1]["action"].pop("args"), "steps[1].action.args"),
+    (lambda d: d["steps"][0].__setitem__("action", {"name": "X", "args": {}}), "step 0 is the initial state"),
+    (lambda d: d.__setitem__("steps", []), "'steps' is empty"),
+])
+def test_load_rejects_malformed(tmp_path, edit, needle):
+    doc = json.loads(save(tmp_path / "ok").read_text())
+    edit(doc)
+    p = write_doc(tmp_path, doc)
+    with pytest.raises(UsageError) as e:
+        load_trace(p)
+    assert needle in str(e.value) and str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_load_rejects_non_json_and_missing(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{not json")
+    with pytest.raises(UsageError, match="not valid JSON .*line 1"):
+        load_trace(p)
+    with pytest.raises(UsageError, match="does not exist"):
+        load_trace(tmp_path / "nope.json")
+
+
+# -------------------------------------------------------------------- replay
+
+
+def test_replay_ok(tmp_path):
+    trace = load_trace(save(tmp_path))
+    res = replay(trace, resolver)
+    assert res.ok and res.fits and res.property_status == "violated"
+    assert [s.index for s in res.steps] == [0, 1, 2, 3]
+    assert res.steps[1].changes == [("pos", 0, 1), ("hist[0]", ABSENT, 0)]
+    assert res.steps[1].render()[0] == "step 1  Move(span=(0, 1), note=None)"
+    assert res.steps[0].render()[0].startswith("step 0  initial state")
+
+
+def test_replay_stop_at(tmp_path):
+    trace = load_trace(save(tmp_path))
+    res = replay(trace, resolver, stop_at=1)
+    assert res.fits and len(res.steps) == 2 and res.stopped_at == 1 and res.property_status == "unchecked"
+    with pytest.raises(UsageError, match="out of range"):
+        replay(trace, resolver, stop_at=4)
+
+
+def test_replay_detects_disabled_action(tmp_path):
+    doc = json.loads(save(tmp_path / "ok").read_text())
+    doc["steps"][2]["action"]["args"]["span"] = [5, 6]
+    res = replay(load_trace(write_doc(tmp_path, doc)), resolver)
+    assert not res.fits and res.failed_step == 2
+    assert res.reason.startswith("step 2: action Move(span=(5, 6), note=None) is not enabled here (enabled: Move(")
+
+
+def test_replay_detects_state_change(tmp_path):
+    doc = json.loads(save(tmp_path / "ok").read_text())
+    doc["steps"][2]["fingerprint"] = "0x0000000000000001"
+    doc["steps"][2]["state"]["pos"] = 7
+    res = replay(load_trace(write_doc(tmp_path, doc)), resolver)
+    assert not res.fits and res.failed_step == 2
+    assert res.reason.startswith("step 2: state differs from the recorded one")
+    assert res.mismatch == [("pos", 7, 2)]
+
+
+def test_replay_when_the_model_changed(tmp_path):
+    trace = load_trace(save(tmp_path))
+    trace.config["bad"] = 9  # the "fixed" model no longer violates NotBad on this path
+    res = replay(trace, resolver)
+    assert res.fits and res.property_status == "holds" and not res.ok
+    trace.config["zzz"] = 1
+    res = replay(trace, resolver)
+    assert not res.fits and "no longer fits" in res.reason
+
+
+def test_replay_step_property_and_deadlock(tmp_path):
+    glitch = save(tmp_path, "toys", None, {"toy": "glitch", "n": 4})
+    res = replay(load_trace(glitch), resolver)
+    assert res.ok and res.property_status == "violated" and "transition" in res.property_note
+    dead = save(tmp_path, "toys", "deadlock")
+    res = replay(load_trace(dead), resolver)
+    assert res.ok and res.property_status == "violated"
+    assert load_trace(dead).property["kind"] == "deadlock"
