@@ -1,0 +1,304 @@
+"""The kmc command line, run as a real subprocess: ``python -m checker``.
+
+Every run uses ``--model tests.toys:FAMILY`` (cwd and PYTHONPATH = the repository
+root), so nothing here depends on kmc being installed or on the Kafka model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOYS = ["--model", "tests.toys:FAMILY"]
+
+
+def kmc(*args: str, cwd: Path | str = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KMC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return kmc("check", *TOYS, "--traces-dir", tmp_path / "traces", *args)
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess, code: int = 2, needle: str = "") -> str:
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("kmc: ") and "(reproduce: kmc" in lines[0] and lines[0].endswith(")")
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """One violated run, shared: (completed process, JSON result, trace path)."""
+    d = tmp_path_factory.mktemp("broken")
+    r = kmc("check", *TOYS, "--preset", "broken", "--traces-dir", d / "traces", "--json")
+    doc = json.loads(r.stdout)
+    return r, doc, Path(doc["trace_path"])
+
+
+# ------------------------------------------------------------------------ check
+
+def test_check_ok(tmp_path):
+    r = check(tmp_path, "--preset", "tiny")
+    assert r.returncode == 0, r.stderr
+    assert "preset tiny" in r.stdout and "toy=grid n=2" in r.stdout
+    assert "distinct states: 9" in r.stdout and "verdict: OK" in r.stdout
+    assert "witness ReachCorner: reached at depth 4" in r.stdout
+    assert "MiB" in r.stdout and "states/s" in r.stdout and "IncX=" in r.stdout
+    assert not (tmp_path / "traces").exists()
+
+
+def test_check_bounded_exits_0_and_says_so(tmp_path):
+    r = check(tmp_path, "--max-depth", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "no violation within the bounds; the search was not exhaustive" in r.stdout
+
+
+def test_check_violation_json(broken):
+    r, doc, trace = broken
+    assert r.returncode == 1
+    assert r.stdout.count("\n") == 1  # exactly one JSON object on stdout
+    for key in ("distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
+                "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
+                "witnesses", "action_counts", "complete", "model", "preset", "config"):
+        assert key in doc, key
+    assert doc["verdict"] == "violated" and doc["violated_property"] == "BigNot4"
+    assert doc["violated_properties"] == ["BigNot4"] and doc["trace_paths"] == [doc["trace_path"]]
+    assert doc["preset"] == "broken" and doc["config"]["solve"] is True and doc["model"] == "diehard"
+    assert doc["witnesses"] == {"Solved": 6}
+    assert trace.is_file() and trace.name.startswith("BigNot4-broken-")
+    # Human output went to stderr, ending with the failure line.
+    assert "VIOLATED: BigNot4" in r.stderr and f"kmc replay {trace}" in r.stderr
+    assert r.stderr.strip().splitlines()[-1].endswith("(reproduce: kmc check --model tests.toys:FAMILY "
+                                                      f"--preset broken --traces-dir {trace.parent} --json)")
+    saved = json.loads(trace.read_text())
+    assert saved["property"]["name"] == "BigNot4" and len(saved["steps"]) == 7
+    assert saved["model"]["family"] == "tests.toys:FAMILY"
+
+
+def test_check_violation_human(tmp_path):
+    r = check(tmp_path, "--preset", "deadlock")
+    assert r.returncode == 1
+    assert "VIOLATED: Deadlock" in r.stdout and "trace: 4 states, 3 actions" in r.stdout
+    (trace,) = (tmp_path / "traces").iterdir()
+    assert f"kmc replay {trace}" in r.stdout and "rationale:" in r.stdout
+    assert "Traceback" not in r.stderr
+    r2 = check(tmp_path, "--preset", "deadlock", "--no-deadlock", "--quiet")
+    assert r2.returncode == 0, r2.stderr
+
+
+def test_default_traces_dir_is_cwd_traces(tmp_path):
+    r = kmc("check", *TOYS, "--preset", "broken", "--quiet", cwd=tmp_path)
+    assert r.returncode == 1
+    assert len(list((tmp_path / "traces").glob("BigNot4-broken-*.json"))) == 1
+
+
+def test_model_error_exits_3(tmp_path):
+    r = check(tmp_path, "--preset", "crash", "--quiet")
+    line = assert_one_line_error(r, 3, "ZeroDivisionError")
+    assert "the model broke its contract" in line
+
+
+# ----------------------------------------------------------------------- replay
+
+def test_replay_ok(broken):
+    _, _, trace = broken
+    r = kmc("replay", trace)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "step 0  initial state" in out and "  small: 0" in out and "  big: 0" in out
+    assert "step 1  FillBig()" in out and "  big: 0 -> 5" in out
+    assert "step 6  " in out and "every fingerprint matches" in out
+    assert "'BigNot4' is still violated" in out
+    assert r.stderr == ""
+
+
+def test_replay_step(broken):
+    _, _, trace = broken
+    r = kmc("replay", trace, "--step", "2")
+    assert r.returncode == 0, r.stderr
+    assert "step 2  " in r.stdout and "step 3  " not in r.stdout and "stopped after step 2 of 6" in r.stdout
+    assert_one_line_error(kmc("replay", trace, "--step", "7"), 2, "--step 7 is out of range")
+    assert_one_line_error(kmc("replay", trace, "--step", "-1"), 2, "--step")
+
+
+def tampered(tmp_path: Path, trace: Path, edit) -> Path:
+    doc = json.loads(trace.read_text())
+    edit(doc)
+    p = tmp_path / "tampered.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_replay_tampered_fingerprint(tmp_path, broken):
+    p = tampered(tmp_path, broken[2], lambda d: d["steps"][3].__setitem__("fingerprint", "0x0123456789abcdef"))
+    r = kmc("replay", p)
+    line = assert_one_line_error(r, 1, "step 3: state differs from the recorded one")
+    assert "MISMATCH" in r.stdout and "step 2  " in r.stdout
+
+
+def test_replay_tampered_action(tmp_path, broken):
+    p = tampered(tmp_path, broken[2], lambda d: d["steps"][2]["action"].__setitem__("args", {"x": 1}))
+    r = kmc("replay", p)
+    assert_one_line_error(r, 1, "step 2: action")
+    assert "is not enabled here (enabled: " in r.stderr
+
+
+def test_replay_when_the_model_changed(tmp_path):
+    r = check(tmp_path, "--set", "toy=grid", "--set", "k=2", "--quiet")
+    assert r.returncode == 1
+    (trace,) = (tmp_path / "traces").glob("SumNotK-default-custom-*.json")
+    # The path still fits, but with k=5 the final state no longer violates SumNotK.
+    fixed = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", 5))
+    r = kmc("replay", fixed)
+    assert_one_line_error(r, 1, "now HOLDS on the final state")
+    # Without k the model does not declare SumNotK any more: nothing to re-check.
+    gone = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", -1))
+    r = kmc("replay", gone)
+    assert r.returncode == 0 and "not declared by the model" in r.stdout
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.pop("property"), "missing field 'property'"),
+    (lambda d: d.__setitem__("format_version", 99), "this kmc reads format_version 1"),
+    (lambda d: d["steps"][1].__setitem__("fingerprint", 12), "steps[1].fingerprint"),
+])
+def test_replay_malformed(tmp_path, broken, edit, needle):
+    p = tampered(tmp_path, broken[2], edit)
+    assert_one_line_error(kmc("replay", p), 2, needle)
+
+
+def test_replay_invalid_json_and_missing_file(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"format": "kmc-trace",')
+    assert_one_line_error(kmc("replay", p), 2, "not valid JSON")
+    assert_one_line_error(kmc("replay", tmp_path / "nope.json"), 2, "does not exist")
+
+
+# ------------------------------------------------------------------ bad input
+
+@pytest.mark.parametrize("args,needle", [
+    (["--preset", "smal"], "unknown preset 'smal' (known: broken, crash, deadlock, default, tiny)"),
+    (["--set", "nn=3"], "unknown config key 'nn'"),
+    (["--set", "n=5000"], "out of range"),
+    (["--set", "toy=nope"], "must be one of diehard"),
+    (["--set", "solve=maybe"], "expects a boolean"),
+    (["--set", "n"], "--set expects key=value"),
+    (["--property", "Nope"], "unknown property 'Nope'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--max-depth", "x"], "--max-depth"),
+    (["--config", "/nonexistent/c.toml"], "does not exist"),
+])
+def test_check_bad_input(tmp_path, args, needle):
+    assert_one_line_error(check(tmp_path, *args), 2, needle)
+
+
+def test_bad_model_and_subcommand():
+    assert_one_line_error(kmc("check", "--model", "tests.nosuch:FAMILY"), 2, "cannot import module")
+    assert_one_line_error(kmc("check", "--model", "tests.toys:NOPE"), 2, "has no attribute 'NOPE'")
+    assert_one_line_error(kmc("frobnicate"), 2, "invalid choice")
+    assert_one_line_error(kmc(), 2, "choose a command")
+
+
+def test_malformed_toml(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('preset = "tiny"\nn = = 2\n')
+    line = assert_one_line_error(check(tmp_path, "--config", f), 2, "is not valid TOML")
+    assert "line 2" in line and str(f) in line
+
+
+def test_toml_config_file(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('preset = "tiny"\n[config]\nn = 3\n')
+    r = check(tmp_path, "--config", f, "--set", "n=1")
+    assert r.returncode == 0, r.stderr
+    assert "preset tiny" in r.stdout and "toy=grid n=1" in r.stdout
+
+
+def test_property_filter(tmp_path):
+    r = check(tmp_path, "--preset", "broken", "--property", "TypeOK", "--quiet")
+    assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------------ invariants
+
+def test_user_invariant_fails_and_trace_names_it(tmp_path):
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\n"
+                   "SmallNot2 = always('SmallNot2', lambda s: s.small != 2, 'the small jug never holds 2')\n")
+    r = check(tmp_path, "--invariants", inv, "--quiet")
+    assert r.returncode == 1, r.stderr
+    (trace,) = (tmp_path / "traces").glob("*.json")
+    assert trace.name.startswith("SmallNot2-default-")
+    doc = json.loads(trace.read_text())
+    assert doc["property"]["name"] == "SmallNot2" and doc["property"]["rationale"] == "the small jug never holds 2"
+    r = kmc("replay", trace)
+    assert r.returncode == 0, r.stderr
+    assert "'SmallNot2' is still violated" in r.stdout
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("def broken(:\n", "line 1: SyntaxError"),
+    ("x = 1\ny = 1 / 0\n", "line 2 raised ZeroDivisionError"),
+    ("x = 1\n", "defines no property"),
+    ("from checker.model import always\nTypeOK = always('TypeOK', lambda s: True)\n", "already defined"),
+])
+def test_bad_invariants_file(tmp_path, text, needle):
+    inv = tmp_path / "inv.py"
+    inv.write_text(text)
+    line = assert_one_line_error(check(tmp_path, "--invariants", inv), 2, needle)
+    assert str(inv) in line
+
+
+# ------------------------------------------------------------ never overwrite
+
+def test_existing_traces_are_never_overwritten(tmp_path):
+    traces = tmp_path / "traces"
+    r1 = check(tmp_path, "--preset", "broken", "--quiet")
+    (first,) = traces.glob("*.json")
+    content = first.read_text()
+    # Same run again: identical content, the file is reused, not duplicated.
+    check(tmp_path, "--preset", "broken", "--quiet")
+    assert list(traces.glob("*.json")) == [first]
+    # Same property, preset and final state, but a different command line: new file.
+    r2 = check(tmp_path, "--preset", "broken", "--quiet", "--no-deadlock")
+    assert r1.returncode == r2.returncode == 1
+    names = {f.name for f in traces.glob("*.json")}
+    assert names == {first.name, first.name.replace(".json", "-2.json")}
+    assert first.read_text() == content
+
+
+# ------------------------------------------------------------------------ list
+
+def test_list_everything():
+    r = kmc("list", *TOYS)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for needle in ("presets (default: default):", "broken", "[solve=true]", "parameters", "n ", "0..1000",
+                   "flags", "terminal", "properties:", "NeverDecreases  always (step)", "actions:",
+                   "FillBig", "Deadlock"):
+        assert needle in out, needle
+
+
+def test_list_sections():
+    r = kmc("list", "flags", *TOYS)
+    assert r.returncode == 0 and "solve" in r.stdout and "presets" not in r.stdout
+    assert_one_line_error(kmc("list", "bogus", *TOYS), 2, "invalid choice")
+
+
+def test_help_documents_exit_codes():
+    for cmd in ("check", "replay", "list"):
+        r = kmc(cmd, "--help")
+        assert r.returncode == 0 and "exit status:" in r.stdout and "130" in r.stdout
