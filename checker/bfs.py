@@ -59,8 +59,9 @@ SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start
 PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
 
 
-class _Stop(Exception):
-    """Internal: unwinds the search loop (first violation, or max_states reached)."""
+class _Stop(BaseException):
+    """Internal: unwinds the search loop (first violation, or max_states reached).
+    A BaseException so that no ``except Exception`` on the way can swallow it."""
 
 
 def check(
@@ -316,7 +317,7 @@ class _Search:
                     acts = actions(s)
                 except Exception as e:
                     raise self._error("actions(state)", s, depth, e) from e
-                if type(acts) is not list:
+                if type(acts) is not list and type(acts) is not tuple:
                     acts = self._as_list(acts, s, depth)
                 if sample:
                     self._check_actions(s, acts, depth)
@@ -519,7 +520,7 @@ class _Search:
             again = list(self.model.actions(s))
         except Exception as e:
             raise self._error("actions(state)", s, depth, e) from e
-        if again != acts:
+        if again != list(acts):
             raise ModelError(
                 f"actions(state) is not deterministic: two calls on the same state at depth {depth} returned "
                 f"[{', '.join(map(str, acts))}] then [{', '.join(map(str, again))}]. State: {_describe(self.model, s)}"

@@ -117,7 +117,7 @@ class DieHard(Model):
         return [Jugs(0, 0)]
 
     def actions(self, s):
-        return list(DIEHARD_ACTIONS)
+        return DIEHARD_ACTIONS  # a tuple: the engine takes lists and tuples as they are
 
     def next_state(self, s, a):
         small, big = s
