@@ -339,7 +339,7 @@ class _Search:
                         h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                        "little", signed=True)
                     except Exception as e:
-                        raise self._error("encode(state)", t, d1, e, act=a) from e
+                        raise self._error("encode(state)", t, d1, e, via=a) from e
                     if step_checks:
                         try:
                             for chk in step_checks:
@@ -366,7 +366,7 @@ class _Search:
                             else:
                                 chk = None
                         except Exception as e:
-                            raise self._error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, act=a) from e
+                            raise self._error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
                         if chk is not None:
                             self._witness(t, d1)
                             wit_checks = self.wit_checks
@@ -378,7 +378,7 @@ class _Search:
                             else:
                                 chk = None
                         except Exception as e:
-                            raise self._error(f"the predicate of property {chk[0]!r}", t, d1, e, act=a) from e
+                            raise self._error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
                         if chk is not None:
                             self._state_failures(t, h, d1)
                             state_checks = self.state_checks
@@ -553,12 +553,19 @@ class _Search:
         except Exception as e:
             raise self._error(f"encode(state) (state from {where})", s, depth, e, act=act) from e
 
-    def _error(self, call, state, depth, exc, act=None) -> ModelError:
+    def _error(self, call, state, depth, exc, act=None, via=None) -> ModelError:
+        """``act``: the action taken from ``state``; ``via``: the action that reached it."""
         what = f" for action {act}" if act is not None else ""
+        how = f" (reached by action {via})" if via is not None else ""
+        if call.startswith("next_state"):
+            hint = "Every action that actions(state) returns needs a next state: fix next_state, or disable the action in this state."
+        elif "predicate" in call:
+            hint = "A predicate must return a bool on every reachable state: fix the property."
+        else:
+            hint = "The model must be total on the states it can reach: fix it."
         return ModelError(
             f"model error: {call} raised {type(exc).__name__}: {exc}{what} at depth {depth}, "
-            f"in state {_describe(self.model, state)}. The model must be total on the states it can "
-            f"reach: fix it, or disable the action in this state."
+            f"in state {_describe(self.model, state)}{how}. {hint}"
         )
 
     def _report(self, queue, depth) -> None:
