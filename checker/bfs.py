@@ -558,7 +558,8 @@ class _Search:
         what = f" for action {act}" if act is not None else ""
         how = f" (reached by action {via})" if via is not None else ""
         if call.startswith("next_state"):
-            hint = "Every action that actions(state) returns needs a next state: fix next_state, or disable the action in this state."
+            hint = ("Every action that actions(state) returns needs a next state: fix next_state, "
+                    "or disable the action in this state.")
         elif "predicate" in call:
             hint = "A predicate must return a bool on every reachable state: fix the property."
         else:
