@@ -240,7 +240,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     if st.action_counts:
         print("actions: " + ", ".join(f"{k}={v}" for k, v in sorted(st.action_counts.items())), file=out)
     for name, depth in sorted(st.witnesses.items()):
-        print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else "NOT reached"), file=out)
+        missed = "NOT reached" if st.complete else "not reached before the search stopped"
+        print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else missed), file=out)
 
     rationale = {p.name: p for p in props}
     label = preset if config == resolve(family, preset, {}) else f"{preset}-custom"
@@ -248,7 +249,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     for v in result.violations:
         prop = rationale.get(v.property)
         print(file=out)
-        print(f"VIOLATED: {v.property} ({v.kind})", file=out)
+        print(f"VIOLATED: {v.property} ({v.kind}{', step' if prop is not None and prop.step else ''})", file=out)
         if prop is not None and prop.rationale and prop.rationale not in (v.message or ""):
             print(f"  rationale: {prop.rationale}", file=out)
         elif v.kind == "deadlock":

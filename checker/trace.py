@@ -45,6 +45,16 @@ class _Absent:
 ABSENT = _Absent()
 
 
+class _Nested:
+    """Marks a key whose value is a container on that side (its elements are listed)."""
+
+    def __repr__(self) -> str:
+        return "{...}"
+
+
+NESTED = _Nested()
+
+
 # --------------------------------------------------------------------------- diff
 
 def flatten(view: Any, prefix: str = "") -> dict[str, Any]:
@@ -69,27 +79,55 @@ def flatten(view: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``[(key, old, new)]`` for every flattened key whose value differs.  Keys are in
-    the order of ``before``, then the keys only ``after`` has; a missing side is
-    ``ABSENT``."""
+    """``[(key, old, new)]`` for every flattened key whose value differs; a missing
+    side is ``ABSENT``.  Keys come in ``before``'s order, and a key only ``after``
+    has comes where ``after`` puts it: after the nearest common key before it (and
+    after the removed keys that follow that one)."""
     fb, fa = flatten(before), flatten(after)
+    follow: dict[str | None, list[str]] = {}
+    anchor: str | None = None
+    for k in fa:
+        if k in fb:
+            anchor = k
+        else:
+            follow.setdefault(anchor, []).append(k)
+    order: list[str] = []
+    pending = follow.get(None, [])
+    for k in fb:
+        if k in fa:
+            order.extend(pending)
+            pending = follow.get(k, [])
+        order.append(k)
+    order.extend(pending)
+    pb, pa = _parents(fb), _parents(fa)
     out = []
-    for k, old in fb.items():
-        new = fa.get(k, ABSENT)
-        if new is ABSENT and old in ([], {}) and _has_children(k, fa):
-            continue  # an empty container that got elements: its elements show the change
-        if new is ABSENT or not _same(old, new):
+    for k in order:
+        old, new = fb.get(k, ABSENT), fa.get(k, ABSENT)
+        if old is ABSENT:
+            if k in pb:  # a container became this value: its elements show as removed
+                if new in ([], {}):
+                    continue
+                old = NESTED
             out.append((k, old, new))
-    for k, new in fa.items():
-        if k not in fb:
-            if new in ([], {}) and _has_children(k, fb):
-                continue
-            out.append((k, ABSENT, new))
+        elif new is ABSENT:
+            if k in pa:  # this value became a container: its elements show as added
+                if old in ([], {}):
+                    continue
+                new = NESTED
+            out.append((k, old, new))
+        elif not _same(old, new):
+            out.append((k, old, new))
     return out
 
 
-def _has_children(key: str, flat: Mapping[str, Any]) -> bool:
-    return any(k.startswith((key + "[", key + ".")) for k in flat)
+def _parents(flat: Mapping[str, Any]) -> set[str]:
+    """Every proper prefix of a flattened key that ends before a ``.`` or ``[``."""
+    out: set[str] = set()
+    for k in flat:
+        for i, c in enumerate(k):
+            if c in ".[" and i:
+                out.add(k[:i])
+    return out
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -102,6 +140,8 @@ def _same(a: Any, b: Any) -> bool:
 def show_value(v: Any) -> str:
     if v is ABSENT:
         return "<absent>"
+    if v is NESTED:
+        return "{...}"
     if isinstance(v, list) and not v:
         return "()"
     if isinstance(v, dict) and not v:

@@ -12,7 +12,7 @@ from checker.config import resolve
 from checker.errors import UsageError
 from checker.model import Action, Model, ModelFamily, Parameter, Preset, action, always
 from checker.result import VIOLATED
-from checker.trace import (ABSENT, FORMAT_VERSION, diff, flatten, load_trace, render_changes, replay,
+from checker.trace import (ABSENT, FORMAT_VERSION, NESTED, diff, flatten, load_trace, render_changes, replay,
                            write_trace)
 from tests.toys import FAMILY
 
@@ -92,6 +92,12 @@ def test_flatten_and_diff():
     assert diff({"a": 1}, {"a": True}) == [("a", 1, True)]  # True == 1, but it is a change
     assert render_changes(diff(before, after))[0] == "  zk.partition[0].leader: 1 -> 2"
     assert render_changes([]) == ["  (no change)"]
+    # A value that becomes a container (and back), and new keys placed where they belong.
+    grown = diff({"p": None, "z": 1}, {"p": {"leader": 0, "isr": [0]}, "z": 1})
+    assert grown == [("p", None, NESTED), ("p.leader", ABSENT, 0), ("p.isr[0]", ABSENT, 0)]
+    assert render_changes(grown)[0] == "  p: None -> {...}"
+    assert diff({"p": {"leader": 0}}, {"p": None}) == [("p.leader", 0, ABSENT), ("p", NESTED, None)]
+    assert [k for k, _, _ in diff({"a": 1, "c": 1}, {"a": 2, "b": 1, "c": 2})] == ["a", "b", "c"]
 
 
 # ----------------------------------------------------------------- write/load
