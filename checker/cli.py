@@ -246,6 +246,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     rationale = {p.name: p for p in props}
     label = preset if config == resolve(family, preset, {}) else f"{preset}-custom"
     trace_paths: list[str] = []
+    per_violation: dict[int, str] = {}
     for v in result.violations:
         prop = rationale.get(v.property)
         print(file=out)
@@ -272,7 +273,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             trace_paths.append(str(path))
             print(f"  trace: {len(v.path)} states, {len(v.path) - 1} actions, saved to {path}", file=out)
             print(f"  replay it: kmc replay {shlex.quote(str(path))}", file=out)
-        elif v.kind == SOMETIMES:
+            per_violation[id(v)] = str(path)
+        elif v.kind == SOMETIMES and not v.message:
             print("  the witness state was never reached, so the 'always' properties may hold vacuously", file=out)
 
     print(file=out)
@@ -296,7 +298,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             "trace_path": trace_paths[0] if trace_paths else None,
             "trace_paths": trace_paths,
             "violations": [{"property": v.property, "kind": v.kind, "message": v.message,
-                            "length": len(v.path)} for v in result.violations],
+                            "steps": len(v.path), "trace_path": per_violation.get(id(v))}
+                           for v in result.violations],
             "model": model.name,
             "model_version": str(model.version),
             "family": family_ref,

@@ -302,3 +302,32 @@ def test_help_documents_exit_codes():
     for cmd in ("check", "replay", "list"):
         r = kmc(cmd, "--help")
         assert r.returncode == 0 and "exit status:" in r.stdout and "130" in r.stdout
+
+
+# ---------------------------------------------------------------- entry points
+
+def test_models_found_through_entry_points(tmp_path):
+    """A distribution on sys.path that registers the toys under kmc.models."""
+    site = tmp_path / "site"
+    info = site / "kmc_toys-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-toys\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[kmc.models]\ntoys = tests.toys:FAMILY\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    r = run("list", "models")
+    assert r.returncode == 0 and "toys" in r.stdout and "tests.toys:FAMILY" in r.stdout
+    r = run("check", "--model", "toys", "--preset", "broken", "--quiet")
+    assert r.returncode == 1, r.stderr
+    (trace,) = (tmp_path / "traces").glob("*.json")
+    assert json.loads(trace.read_text())["model"]["family"] == "toys"
+    r = run("replay", trace)
+    assert r.returncode == 0, r.stderr
+    assert_one_line_error(run("check", "--model", "toyz"), 2, "unknown model 'toyz' (did you mean 'toys'?")
+    if "kafka" not in run("list", "models").stdout:  # kmc itself is not installed here
+        r = run("check", "--preset", "tiny", "--quiet")
+        assert r.returncode == 0 and "verdict: OK" in r.stdout
