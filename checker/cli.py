@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Mapping, NoReturn, Sequence, TextIO
 
@@ -398,7 +399,7 @@ def cmd_list(args: argparse.Namespace, command: str) -> int:
         for name, p in family.presets.items():
             over = " ".join(f"{k}={_show(v)}" for k, v in p.overrides.items())
             print(f"  {name:<{width}}  {p.doc}" + (f"  [{over}]" if over else ""))
-    if what in ("parameters", "all"):
+    if what in ("parameters", "flags", "all"):
         print()
         print("parameters (change with --set key=value):")
         width = max((len(n) for n in params), default=0)
@@ -472,6 +473,10 @@ def _positive(text: str) -> int:
     return v
 
 
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=78)
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(prog="kmc", allow_abbrev=False, formatter_class=fmt,
@@ -484,8 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "(default: the registered model, 'kafka' if there are several)")
     c = sub.add_parser("check", help="explore every reachable state and check the properties",
                        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-                       description="Explore the state space breadth-first and check every property. "
-                                   "A violation is saved as a JSON trace that `kmc replay` re-derives.")
+                       description=_wrap("Explore the state space breadth-first and check every property. "
+                                   "A violation is saved as a JSON trace that `kmc replay` re-derives."))
     c.add_argument("--model", metavar="NAME|module:attr", help=model_help)
     c.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset; "
                                                  "see kmc list presets)")
@@ -513,9 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("replay", help="re-derive a saved trace step by step and show what changed",
                        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-                       description="Rebuild the model from the trace's family and config, re-execute every "
+                       description=_wrap("Rebuild the model from the trace's family and config, re-execute every "
                                    "recorded action, verify every fingerprint, print a diff per step, and "
-                                   "re-check the violated property on the final state.")
+                                   "re-check the violated property on the final state."))
     r.add_argument("file", metavar="FILE", help="a trace written by kmc check (traces/*.json)")
     r.add_argument("--step", metavar="N", type=_nonneg, help="stop after step N")
     r.add_argument("--model", metavar="NAME|module:attr",
@@ -524,7 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list models, presets, parameters, flags, properties, actions",
                          allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-                         description="Describe what a model family offers. With no argument, list everything.")
+                         description=_wrap("Describe what a model family offers. With no argument, "
+                                           "list everything; 'flags' also lists every parameter."))
     lst.add_argument("what", nargs="?",
                      choices=["presets", "properties", "actions", "flags", "parameters", "models"],
                      help="what to list (default: everything)")

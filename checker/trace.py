@@ -171,6 +171,12 @@ def _jsonable(v: Any) -> Any:
     return repr(v)
 
 
+def _view(described: Any) -> dict[str, Any]:
+    """describe() output as a JSON-able dict (a non-mapping is wrapped as ``value``)."""
+    v = _jsonable(described)
+    return v if isinstance(v, dict) else {"value": v}
+
+
 def _tuplify(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_tuplify(x) for x in v)
@@ -233,7 +239,7 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
             "index": i,
             "action": action_to_json(st.action),
             "fingerprint": _fp_text(st.fingerprint),
-            "state": _jsonable(model.describe(st.state)),
+            "state": _view(model.describe(st.state)),
         })
     doc = {
         "format": FORMAT,
@@ -496,7 +502,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
 
     def view_of(state: Any, where: str) -> dict[str, Any]:
         try:
-            return _jsonable(model.describe(state))
+            return _view(model.describe(state))
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"{where}: describe() raised {_exc(e)}") from e
 
