@@ -227,6 +227,13 @@ def test_toml_config_file(tmp_path):
     assert "preset tiny" in r.stdout and "toy=grid n=1" in r.stdout
 
 
+def test_toml_names_the_model(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('model = "tests.toys:FAMILY"\npreset = "broken"\n')
+    r = kmc("check", "--config", f, "--traces-dir", tmp_path / "traces", "--quiet")
+    assert r.returncode == 1 and "VIOLATED: BigNot4" in r.stdout
+
+
 def test_property_filter(tmp_path):
     r = check(tmp_path, "--preset", "broken", "--property", "TypeOK", "--quiet")
     assert r.returncode == 0, r.stderr
