@@ -1,0 +1,152 @@
+"""Broker-side actions: LeaderAndIsr and StopReplica handling (§4 of the protocol
+reference, seed 000 "LeaderAndIsrRequest响应过程") and the leader's ISR changes.
+
+A request in flight may be delivered in any order; delivery is the only way a
+broker learns what the controller decided.
+"""
+
+from __future__ import annotations
+
+from checker.model import Action, action
+from spec.state import (
+    NO_STATE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
+    KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, put,
+)
+
+DOCS = {
+    "DeliverLeaderAndIsr": "a broker handles a LeaderAndIsr request in flight: rejected if its controller "
+                           "epoch is older than the broker has seen (StaleControllerEpoch) or its leader "
+                           "epoch is not newer (StaleLeaderEpoch); else the broker becomes leader or follower",
+    "DeliverStopReplica": "a broker handles StopReplica(delete=true): it deletes its replica and the "
+                          "controller that sent it records ReplicaDeletionSuccessful",
+    "ShrinkIsr": "the leader removes a follower that fell behind or died from the ISR "
+                 "(conditional write on the znode version it holds)",
+    "ExpandIsr": "the leader adds back a follower that follows it in the current leader epoch",
+}
+
+
+def deliver_enabled(m, s: KafkaState, out: list) -> None:
+    for b, br in enumerate(s.brokers):
+        if not br.alive:
+            continue
+        for req in br.inbox:
+            if type(req) is LeaderAndIsr:
+                out.append(action("DeliverLeaderAndIsr", broker=b, partition=req.partition,
+                                  controller_epoch=req.controller_epoch, leader=req.leader,
+                                  leader_epoch=req.leader_epoch, isr=req.isr, version=req.version))
+            else:
+                out.append(action("DeliverStopReplica", broker=b, partition=req.partition,
+                                  controller_epoch=req.controller_epoch))
+
+
+def _request(a: Action):
+    if a.name == "DeliverLeaderAndIsr":
+        return LeaderAndIsr(a.get("controller_epoch"), a.get("partition"), a.get("leader"),
+                            a.get("leader_epoch"), a.get("isr"), a.get("version"))
+    return StopReplica(a.get("controller_epoch"), a.get("partition"))
+
+
+def _fenced(m, br, req) -> bool:
+    """StaleControllerEpoch: the check that fences a zombie controller's requests."""
+    return m.cfg.controller_epoch_fencing and req.controller_epoch < br.controller_epoch_seen
+
+
+def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
+    b = a.get("broker")
+    req = _request(a)
+    br = s.brokers[b]
+    inbox = tuple(r for r in br.inbox if r != req)
+    if _fenced(m, br, req):
+        br = br._replace(inbox=inbox)
+    else:
+        seen = max(br.controller_epoch_seen, req.controller_epoch)
+        current = br.partitions[req.partition]
+        parts = br.partitions
+        if req.leader_epoch > current.leader_epoch:
+            parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
+                                                        req.controller_epoch, req.version))
+        br = br._replace(inbox=inbox, controller_epoch_seen=seen, partitions=parts)
+    return s._replace(brokers=put(s.brokers, b, br))
+
+
+def deliver_stop_replica(m, s: KafkaState, a: Action) -> KafkaState:
+    b = a.get("broker")
+    req = _request(a)
+    br = s.brokers[b]
+    inbox = tuple(r for r in br.inbox if r != req)
+    if _fenced(m, br, req):
+        return s._replace(brokers=put(s.brokers, b, br._replace(inbox=inbox)))
+    br = br._replace(inbox=inbox, controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
+                     partitions=put(br.partitions, req.partition, NO_STATE))
+    s = s._replace(brokers=put(s.brokers, b, br))
+    # The response reaches the controller that sent the request, if it still runs
+    # with that epoch; it records the replica as deleted.
+    for c, cb in enumerate(s.brokers):
+        ctx = cb.ctx
+        if ctx is not None and cb.alive and ctx.epoch == req.controller_epoch and ctx.deleting:
+            i = m.ar[req.partition].index(b)
+            rs = ctx.replica_states[req.partition]
+            if rs[i] == REPLICA_DELETION_STARTED:
+                ctx = ctx._replace(replica_states=put(ctx.replica_states, req.partition,
+                                                      put(rs, i, REPLICA_DELETION_SUCCESSFUL)))
+                s = s._replace(brokers=put(s.brokers, c, cb._replace(ctx=ctx)))
+    return s
+
+
+def isr_change_enabled(m, s: KafkaState, out: list) -> None:
+    if not s.zk.topic:
+        return
+    zkparts = s.zk.partitions
+    for b, br in enumerate(s.brokers):
+        if not br.alive:
+            continue
+        for p, li in enumerate(br.partitions):
+            if li.leader != b or zkparts[p].version != li.version:
+                continue  # not leader, or its conditional write would fail
+            for f in m.ar[p]:
+                if f == b:
+                    continue
+                if f in li.isr:
+                    if s.budget.isr_shrinks > 0:
+                        out.append(action("ShrinkIsr", leader=b, partition=p, replica=f))
+                else:
+                    fb = s.brokers[f]
+                    fl = fb.partitions[p]
+                    # Caught up: the follower follows this leader in this leader epoch
+                    # (without a data path, following is all that being in sync can mean).
+                    if fb.alive and fl.leader == b and fl.leader_epoch == li.leader_epoch:
+                        out.append(action("ExpandIsr", leader=b, partition=p, replica=f))
+
+
+def _write_isr(s: KafkaState, b: int, p: int, isr: tuple) -> KafkaState:
+    br = s.brokers[b]
+    li = br.partitions[p]
+    new = li._replace(isr=isr, version=li.version + 1)
+    s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, new)))
+    return s._replace(brokers=put(s.brokers, b, br._replace(partitions=put(br.partitions, p, new))))
+
+
+def shrink_isr(m, s: KafkaState, a: Action) -> KafkaState:
+    b, p, f = a.get("leader"), a.get("partition"), a.get("replica")
+    isr = tuple(x for x in s.brokers[b].partitions[p].isr if x != f)
+    s = _write_isr(s, b, p, isr)
+    return s._replace(budget=s.budget._replace(isr_shrinks=s.budget.isr_shrinks - 1),
+                      ghost=s.ghost._replace(inv_isr_shrunk=True))
+
+
+def expand_isr(m, s: KafkaState, a: Action) -> KafkaState:
+    b, p, f = a.get("leader"), a.get("partition"), a.get("replica")
+    isr = tuple(sorted(s.brokers[b].partitions[p].isr + (f,)))
+    s = _write_isr(s, b, p, isr)
+    if s.ghost.inv_isr_shrunk:
+        s = s._replace(ghost=s.ghost._replace(inv_isr_reexpanded=True))
+    return s
+
+
+ENABLED = (deliver_enabled, isr_change_enabled)
+APPLY = {
+    "DeliverLeaderAndIsr": deliver_leader_and_isr,
+    "DeliverStopReplica": deliver_stop_replica,
+    "ShrinkIsr": shrink_isr,
+    "ExpandIsr": expand_isr,
+}

@@ -1,0 +1,42 @@
+"""The bounded configuration one Kafka model instance is built from."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    brokers: int = 3
+    partitions: int = 1
+    replication_factor: int = 3
+    # known-bad variants, kept on purpose (see README):
+    controller_epoch_fencing: bool = True   # brokers reject requests from older controller epochs
+    zk_epoch_fencing: bool = True           # ZooKeeper writes also conditional on the controller epoch (KAFKA-6082)
+    unclean_leader_election: bool = False   # unclean.leader.election.enable
+    delete_topic_enable: bool = False       # delete.topic.enable
+    preferred_election: bool = True         # auto.leader.rebalance.enable / preferred replica election tool
+    # fault bounds (healing is never bounded):
+    max_crashes: int = 1
+    max_session_expiries: int = 1
+    max_controller_failovers: int = 1
+    max_isr_shrinks: int = 1
+    max_unclean_elections: int = 1
+    max_controlled_shutdowns: int = 0
+    max_topic_deletions: int = 0
+
+    def __post_init__(self) -> None:
+        if self.replication_factor > self.brokers:
+            raise ValueError(
+                f"replication_factor={self.replication_factor} exceeds brokers={self.brokers}; "
+                f"set replication_factor <= brokers"
+            )
+
+    def assignment(self, partition: int) -> tuple:
+        """AR of a partition: round-robin from broker ``partition``, as Kafka's
+        assignment spreads preferred replicas across brokers."""
+        n = self.brokers
+        return tuple((partition + i) % n for i in range(self.replication_factor))
+
+    def as_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,435 @@
+"""Controller actions: election of the controller, its reaction to broker changes,
+partition leader elections, ISR removal, ISR-change notifications, controlled
+shutdown and topic deletion.
+
+Every controller action is taken by a broker that holds a ``ControllerContext``
+and acts on that context, which may be stale: a zombie (a controller whose
+session expired) keeps acting until it notices.  What stops it is fencing:
+its ZooKeeper writes are conditional on the znode version it cached and, with
+``zk_epoch_fencing``, on the controller epoch (KAFKA-6082); its requests carry its
+controller epoch, which brokers check (``controller_epoch_fencing``).
+"""
+
+from __future__ import annotations
+
+from checker.model import Action, action
+from spec import election
+from spec.state import (
+    NEW_PARTITION, NEW_REPLICA, NO_LEADER, NO_STATE, NO_VERSION, NON_EXISTENT_PARTITION,
+    NON_EXISTENT_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
+    REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
+    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, add_request, put,
+)
+from spec.statemachines import legal_partition, legal_replica
+
+DOCS = {
+    "ElectController": "a live broker creates the ephemeral /controller, bumps the controller epoch, "
+                       "reads ZooKeeper into its context and sends LeaderAndIsr for every partition",
+    "BrokerFailure": "the controller's /brokers/ids watch fires for a broker whose session ended: "
+                     "its replicas go OfflineReplica, partitions it led go OfflinePartition",
+    "BrokerStartup": "the controller sees a new broker session: its replicas go OnlineReplica and it "
+                     "is sent LeaderAndIsr for its partitions",
+    "ElectLeader": "the controller elects a partition leader (strategy new, offline, preferred or "
+                   "controlled_shutdown; clean=False for an unclean election) with a conditional "
+                   "ZooKeeper write, then sends LeaderAndIsr",
+    "RemoveReplicaFromIsr": "OfflineReplica: the controller removes a dead or shutting-down follower "
+                            "from the ISR (conditional write, leader epoch + 1)",
+    "IsrChangeNotification": "the controller reads an ISR change the leader wrote to ZooKeeper",
+    "ControlledShutdown": "a broker asks the controller to move its leadership away before it stops",
+    "StartTopicDeletion": "the controller starts deleting the topic in /admin/delete_topics",
+    "StartReplicaDeletion": "ReplicaDeletionStarted (StopReplica sent) or ReplicaDeletionIneligible "
+                            "(broker down) for one replica",
+    "RetryReplicaDeletion": "a ReplicaDeletionIneligible replica whose broker is back goes OfflineReplica",
+    "CompleteTopicDeletion": "every replica deleted: the controller removes the topic from ZooKeeper",
+}
+
+
+# -- helpers --------------------------------------------------------------------------
+
+def _with_ctx(s: KafkaState, c: int, ctx) -> KafkaState:
+    b = s.brokers[c]
+    return s._replace(brokers=put(s.brokers, c, b._replace(ctx=ctx)))
+
+
+def _live(ctx: ControllerContext) -> tuple:
+    return tuple(x > 0 for x in ctx.live)
+
+
+def _send_leader_and_isr(s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets) -> KafkaState:
+    req = LeaderAndIsr(epoch, p, li.leader, li.leader_epoch, li.isr, li.version)
+    brokers = list(s.brokers)
+    for r in targets:
+        br = brokers[r]
+        brokers[r] = br._replace(inbox=add_request(br.inbox, req))
+    return s._replace(brokers=tuple(brokers))
+
+
+def conditional_write(m, s: KafkaState, c: int, p: int, leader: int, isr: tuple, bump: bool):
+    """The controller's conditional update of a partition's state znode.
+
+    Returns ``(state, written)``.  On a version conflict the controller re-reads
+    the znode into its cache (seed 000 step 3.3: "otherwise go back to 3.1") and
+    writes nothing.  With ``zk_epoch_fencing`` the write is also conditional on the
+    controller epoch; a controller that finds it has moved resigns on the spot.
+    """
+    ctx = s.brokers[c].ctx
+    zkp = s.zk.partitions[p]
+    if m.cfg.zk_epoch_fencing and s.zk.controller_epoch != ctx.epoch:
+        return _with_ctx(s, c, None), False
+    if zkp.version != ctx.partitions[p].version:
+        return _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, zkp))), False
+    cached = ctx.partitions[p]
+    new = LeaderIsr(leader, cached.leader_epoch + 1 if bump else cached.leader_epoch, isr,
+                    ctx.epoch, zkp.version + 1)
+    s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, new)))
+    s = _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, new)))
+    return s, True
+
+
+def _controllers(s: KafkaState):
+    """Brokers that believe they are the controller and are running, zombies
+    included: they work through the elections and deletions already queued in
+    their (stale) context."""
+    for c, b in enumerate(s.brokers):
+        if b.ctx is not None and b.alive:
+            yield c, b.ctx
+
+
+def _watching(s: KafkaState):
+    """Controllers that still receive ZooKeeper watch events.  A zombie's watches
+    went with its session, so it reacts to no new broker, ISR, shutdown or
+    deletion event; it only finishes what its context already holds."""
+    c = s.zk.controller
+    if c != NO_LEADER:
+        b = s.brokers[c]
+        if b.ctx is not None and b.alive:
+            yield c, b.ctx
+
+
+# -- ElectController ------------------------------------------------------------------
+
+def elect_controller_enabled(m, s: KafkaState, out: list) -> None:
+    zk = s.zk
+    if zk.controller != NO_LEADER:
+        return
+    for b, br in enumerate(s.brokers):
+        if br.alive and br.ctx is None and zk.sessions[b] > 0:
+            out.append(action("ElectController", broker=b))
+
+
+def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
+    b = a.get("broker")
+    zk = s.zk
+    epoch = zk.controller_epoch + 1
+    live = tuple(x if x > 0 else 0 for x in zk.sessions)
+    pstates, rstates = [], []
+    for p, zkp in enumerate(zk.partitions):
+        ar = m.ar[p]
+        if not zk.topic:
+            pstates.append(NON_EXISTENT_PARTITION)
+            rstates.append(tuple(NON_EXISTENT_REPLICA for _ in ar))
+            continue
+        if zkp.version == NO_VERSION:
+            pstates.append(NEW_PARTITION)
+        elif zkp.leader != NO_LEADER and live[zkp.leader]:
+            pstates.append(ONLINE_PARTITION)
+        else:
+            pstates.append(OFFLINE_PARTITION)
+        # Kafka 2.x initializeReplicaState: replicas on dead brokers are marked
+        # ReplicaDeletionIneligible "to be on the safer side".
+        rstates.append(tuple(ONLINE_REPLICA if live[r] else REPLICA_DELETION_INELIGIBLE for r in ar))
+    ctx = ControllerContext(epoch, live, zk.partitions, tuple(pstates), tuple(rstates),
+                            tuple(False for _ in s.brokers), False)
+    s = s._replace(zk=zk._replace(controller=b, controller_epoch=epoch))
+    s = _with_ctx(s, b, ctx)
+    if zk.topic:
+        for p, zkp in enumerate(zk.partitions):
+            if zkp.version != NO_VERSION:
+                s = _send_leader_and_isr(s, epoch, p, zkp, [r for r in m.ar[p] if live[r]])
+    return s
+
+
+# -- broker changes -------------------------------------------------------------------
+
+def broker_change_enabled(m, s: KafkaState, out: list) -> None:
+    sessions = s.zk.sessions
+    for c, ctx in _watching(s):
+        for b, seen in enumerate(ctx.live):
+            now = sessions[b]
+            if seen > 0 and now != seen:
+                out.append(action("BrokerFailure", controller=c, broker=b))
+            elif seen == 0 and now > 0:
+                out.append(action("BrokerStartup", controller=c, broker=b))
+
+
+def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
+    c, b = a.get("controller"), a.get("broker")
+    ctx = s.brokers[c].ctx
+    pstates, rstates = list(ctx.partition_states), list(ctx.replica_states)
+    for p, ar in enumerate(m.ar):
+        if b not in ar:
+            continue
+        i = ar.index(b)
+        rs = rstates[p]
+        if rs[i] == REPLICA_DELETION_STARTED:
+            rstates[p] = put(rs, i, REPLICA_DELETION_INELIGIBLE)
+        elif legal_replica(rs[i], OFFLINE_REPLICA) and rs[i] != NON_EXISTENT_REPLICA:
+            rstates[p] = put(rs, i, OFFLINE_REPLICA)
+        if ctx.partitions[p].leader == b and pstates[p] in (ONLINE_PARTITION, NEW_PARTITION):
+            pstates[p] = OFFLINE_PARTITION
+    ctx = ctx._replace(live=put(ctx.live, b, 0), shutting_down=put(ctx.shutting_down, b, False),
+                       partition_states=tuple(pstates), replica_states=tuple(rstates))
+    s = _with_ctx(s, c, ctx)
+    if OFFLINE_PARTITION in ctx.partition_states and not s.ghost.inv_partition_offline:
+        s = s._replace(ghost=s.ghost._replace(inv_partition_offline=True))
+    return s
+
+
+def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
+    c, b = a.get("controller"), a.get("broker")
+    ctx = s.brokers[c].ctx
+    rstates = list(ctx.replica_states)
+    targets = []
+    for p, ar in enumerate(m.ar):
+        if b not in ar:
+            continue
+        i = ar.index(b)
+        if not ctx.deleting and ctx.replica_states[p][i] in (OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, NEW_REPLICA):
+            rstates[p] = put(rstates[p], i, ONLINE_REPLICA)
+        if ctx.partitions[p].version != NO_VERSION and ctx.partition_states[p] != NON_EXISTENT_PARTITION:
+            targets.append(p)
+    ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
+    s = _with_ctx(s, c, ctx)
+    for p in targets:
+        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [b])
+    return s
+
+
+# -- leader elections -----------------------------------------------------------------
+
+def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
+    """The election the controller would run for partition p now, if any:
+    ``(strategy, leader, isr, clean)``."""
+    if ctx.deleting:
+        return None
+    pstate = ctx.partition_states[p]
+    ar = m.ar[p]
+    live = _live(ctx)
+    cached = ctx.partitions[p]
+    if pstate == NEW_PARTITION:
+        r = election.new_partition(ar, live)
+        return ("new",) + r if r else None
+    if pstate == OFFLINE_PARTITION:
+        unclean = m.cfg.unclean_leader_election and s.budget.unclean_elections > 0
+        r = election.offline_partition(ar, cached.isr, live, unclean)
+        return ("offline",) + r if r else None
+    if pstate != ONLINE_PARTITION:
+        return None
+    if cached.leader != NO_LEADER and ctx.shutting_down[cached.leader]:
+        r = election.controlled_shutdown(ar, cached.isr, live, ctx.shutting_down)
+        return ("controlled_shutdown",) + r if r else None
+    if m.cfg.preferred_election and not ctx.shutting_down[ar[0]]:
+        r = election.preferred_replica(ar, cached.leader, cached.isr, live)
+        return ("preferred",) + r if r else None
+    return None
+
+
+def elect_leader_enabled(m, s: KafkaState, out: list) -> None:
+    if not s.zk.topic:
+        return
+    for c, ctx in _controllers(s):
+        for p in range(m.cfg.partitions):
+            e = _election(m, s, ctx, p)
+            if e:
+                strategy, leader, _isr, clean = e
+                out.append(action("ElectLeader", controller=c, partition=p, leader=leader,
+                                  strategy=strategy, clean=clean))
+
+
+def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
+    c, p = a.get("controller"), a.get("partition")
+    ctx = s.brokers[c].ctx
+    strategy, leader, isr, clean = _election(m, s, ctx, p)
+    was_offline = ctx.partition_states[p] == OFFLINE_PARTITION
+    s, written = conditional_write(m, s, c, p, leader, isr, bump=True)
+    if not written:
+        return s
+    ctx = s.brokers[c].ctx
+    ctx = ctx._replace(partition_states=put(ctx.partition_states, p, ONLINE_PARTITION))
+    s = _with_ctx(s, c, ctx)
+    live = _live(ctx)
+    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [r for r in m.ar[p] if live[r]])
+    g = s.ghost
+    if not clean:
+        s = s._replace(budget=s.budget._replace(unclean_elections=s.budget.unclean_elections - 1))
+        g = g._replace(inv_unclean_election=True)
+    if was_offline and g.inv_partition_offline:
+        g = g._replace(inv_partition_back_online=True)
+    return s._replace(ghost=g)
+
+
+# -- ISR removal by the controller (OfflineReplica) -------------------------------------
+
+def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
+    if not s.zk.topic:
+        return
+    for c, ctx in _controllers(s):
+        if ctx.deleting:
+            continue
+        for p, ar in enumerate(m.ar):
+            cached = ctx.partitions[p]
+            if ctx.partition_states[p] != ONLINE_PARTITION or cached.leader == NO_LEADER:
+                continue
+            for i, r in enumerate(ar):
+                if (ctx.replica_states[p][i] == OFFLINE_REPLICA and r in cached.isr
+                        and r != cached.leader):
+                    out.append(action("RemoveReplicaFromIsr", controller=c, partition=p, replica=r))
+
+
+def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
+    c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
+    cached = s.brokers[c].ctx.partitions[p]
+    isr = tuple(x for x in cached.isr if x != r)
+    s, written = conditional_write(m, s, c, p, cached.leader, isr, bump=True)
+    if not written:
+        return s
+    ctx = s.brokers[c].ctx
+    live = _live(ctx)
+    return _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p],
+                                [x for x in m.ar[p] if live[x] and x != r])
+
+
+def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
+    for c, ctx in _watching(s):
+        for p, zkp in enumerate(s.zk.partitions):
+            cached = ctx.partitions[p]
+            # /isr_change_notification: only the leader's own ISR writes notify.
+            if (zkp.version > cached.version and zkp.leader == cached.leader
+                    and zkp.leader_epoch == cached.leader_epoch):
+                out.append(action("IsrChangeNotification", controller=c, partition=p))
+
+
+def isr_notification(m, s: KafkaState, a: Action) -> KafkaState:
+    c, p = a.get("controller"), a.get("partition")
+    ctx = s.brokers[c].ctx
+    return _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, s.zk.partitions[p])))
+
+
+# -- controlled shutdown ------------------------------------------------------------------
+
+def controlled_shutdown_enabled(m, s: KafkaState, out: list) -> None:
+    if s.budget.controlled_shutdowns == 0:
+        return
+    for c, ctx in _watching(s):
+        for b, seen in enumerate(ctx.live):
+            if seen > 0 and not ctx.shutting_down[b] and s.brokers[b].alive:
+                out.append(action("ControlledShutdown", controller=c, broker=b))
+
+
+def controlled_shutdown(m, s: KafkaState, a: Action) -> KafkaState:
+    c, b = a.get("controller"), a.get("broker")
+    ctx = s.brokers[c].ctx
+    rstates = list(ctx.replica_states)
+    for p, ar in enumerate(m.ar):
+        if b in ar and ctx.partitions[p].leader != b:
+            i = ar.index(b)
+            if rstates[p][i] == ONLINE_REPLICA:
+                rstates[p] = put(rstates[p], i, OFFLINE_REPLICA)
+    ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True), replica_states=tuple(rstates))
+    s = _with_ctx(s, c, ctx)
+    return s._replace(budget=s.budget._replace(controlled_shutdowns=s.budget.controlled_shutdowns - 1))
+
+
+# -- topic deletion ---------------------------------------------------------------------------
+
+def deletion_enabled(m, s: KafkaState, out: list) -> None:
+    if not m.cfg.delete_topic_enable or not s.zk.topic:
+        return
+    for c, ctx in _controllers(s):
+        if not ctx.deleting:
+            if s.zk.delete_topic and s.zk.controller == c:
+                out.append(action("StartTopicDeletion", controller=c))
+            continue
+        all_done = True
+        live = _live(ctx)
+        for p, ar in enumerate(m.ar):
+            for i, r in enumerate(ar):
+                st = ctx.replica_states[p][i]
+                if st != REPLICA_DELETION_SUCCESSFUL:
+                    all_done = False
+                if st == OFFLINE_REPLICA:
+                    out.append(action("StartReplicaDeletion", controller=c, partition=p, replica=r))
+                elif st == REPLICA_DELETION_INELIGIBLE and live[r]:
+                    out.append(action("RetryReplicaDeletion", controller=c, partition=p, replica=r))
+        if all_done:
+            out.append(action("CompleteTopicDeletion", controller=c))
+
+
+def start_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
+    c = a.get("controller")
+    ctx = s.brokers[c].ctx
+    rstates = tuple(
+        tuple(OFFLINE_REPLICA if legal_replica(st, OFFLINE_REPLICA) else st for st in rs)
+        for rs in ctx.replica_states)
+    pstates = tuple(OFFLINE_PARTITION if legal_partition(st, OFFLINE_PARTITION) else st
+                    for st in ctx.partition_states)
+    return _with_ctx(s, c, ctx._replace(deleting=True, replica_states=rstates, partition_states=pstates))
+
+
+def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
+    c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
+    ctx = s.brokers[c].ctx
+    i = m.ar[p].index(r)
+    if ctx.live[r] > 0:
+        st = REPLICA_DELETION_STARTED
+        req = StopReplica(ctx.epoch, p)
+        br = s.brokers[r]
+        s = s._replace(brokers=put(s.brokers, r, br._replace(inbox=add_request(br.inbox, req))))
+    else:
+        st = REPLICA_DELETION_INELIGIBLE
+    ctx = s.brokers[c].ctx
+    return _with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, st))))
+
+
+def retry_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
+    c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
+    ctx = s.brokers[c].ctx
+    i = m.ar[p].index(r)
+    return _with_ctx(s, c, ctx._replace(
+        replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, OFFLINE_REPLICA))))
+
+
+def complete_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
+    c = a.get("controller")
+    ctx = s.brokers[c].ctx
+    if m.cfg.zk_epoch_fencing and s.zk.controller_epoch != ctx.epoch:
+        return _with_ctx(s, c, None)
+    n = m.cfg.partitions
+    ctx = ctx._replace(
+        deleting=False,
+        partition_states=tuple(NON_EXISTENT_PARTITION for _ in range(n)),
+        replica_states=tuple(tuple(NON_EXISTENT_REPLICA for _ in ar) for ar in m.ar),
+        partitions=tuple(NO_STATE for _ in range(n)))
+    s = s._replace(zk=s.zk._replace(topic=False, delete_topic=False,
+                                    partitions=tuple(NO_STATE for _ in range(n))))
+    return _with_ctx(s, c, ctx)
+
+
+ENABLED = (
+    elect_controller_enabled, broker_change_enabled, elect_leader_enabled, remove_from_isr_enabled,
+    isr_notification_enabled, controlled_shutdown_enabled, deletion_enabled,
+)
+
+APPLY = {
+    "ElectController": elect_controller,
+    "BrokerFailure": broker_failure,
+    "BrokerStartup": broker_startup,
+    "ElectLeader": elect_leader,
+    "RemoveReplicaFromIsr": remove_from_isr,
+    "IsrChangeNotification": isr_notification,
+    "ControlledShutdown": controlled_shutdown,
+    "StartTopicDeletion": start_topic_deletion,
+    "StartReplicaDeletion": start_replica_deletion,
+    "RetryReplicaDeletion": retry_replica_deletion,
+    "CompleteTopicDeletion": complete_topic_deletion,
+}

@@ -1,0 +1,84 @@
+"""The Kafka model family: configuration keys, presets, and how to build a model.
+
+This is what ``kmc`` finds through the ``kmc.models`` entry point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from checker.model import ModelFamily, Parameter, Preset
+from spec.config import KafkaConfig
+from spec.model import DOCS, MODEL_VERSION, KafkaModel
+
+_DOCS = {
+    "brokers": "number of brokers (ids 0..n-1)",
+    "partitions": "partitions of the one topic",
+    "replication_factor": "replicas per partition; AR of partition p starts at broker p, round-robin",
+    "controller_epoch_fencing": "brokers reject requests from an older controller epoch (StaleControllerEpoch)",
+    "zk_epoch_fencing": "controller ZooKeeper writes are also conditional on the controller epoch (KAFKA-6082)",
+    "unclean_leader_election": "unclean.leader.election.enable: elect a replica outside the ISR when no ISR member lives",
+    "delete_topic_enable": "delete.topic.enable: the controller acts on /admin/delete_topics",
+    "preferred_election": "auto.leader.rebalance.enable: move leadership back to the preferred replica",
+    "max_crashes": "broker crashes that may happen",
+    "max_session_expiries": "ZooKeeper session expiries that may happen (the origin of zombies)",
+    "max_controller_failovers": "times the active controller may be lost (crash, expiry, shutdown)",
+    "max_isr_shrinks": "times a leader may shrink an ISR",
+    "max_unclean_elections": "unclean elections that may happen (when enabled)",
+    "max_controlled_shutdowns": "controlled shutdowns that may be requested",
+    "max_topic_deletions": "topic deletions the admin may request",
+}
+
+_RANGES = {
+    "brokers": (1, 6), "partitions": (1, 4), "replication_factor": (1, 6),
+    "max_crashes": (0, 5), "max_session_expiries": (0, 5), "max_controller_failovers": (0, 5),
+    "max_isr_shrinks": (0, 5), "max_unclean_elections": (0, 5), "max_controlled_shutdowns": (0, 3),
+    "max_topic_deletions": (0, 1),
+}
+
+
+def _parameters() -> dict:
+    out = {}
+    default = KafkaConfig()
+    for f in fields(KafkaConfig):
+        lo, hi = _RANGES.get(f.name, (None, None))
+        out[f.name] = Parameter(f.name, getattr(default, f.name), _DOCS[f.name], lo, hi)
+    return out
+
+
+_PRESETS = {
+    "tiny": Preset("tiny", "2 brokers, 1 partition, RF 2; every fix on",
+                   {"brokers": 2, "replication_factor": 2}),
+    "small": Preset("small", "3 brokers, 1 partition, RF 3; every fix on",
+                    {"brokers": 3, "replication_factor": 3}),
+    "default": Preset("default", "what `make run` checks: 3 brokers, 1 partition, RF 3, "
+                      "controlled shutdown and topic deletion on top of crashes and expiries",
+                      {"brokers": 3, "replication_factor": 3, "max_controlled_shutdowns": 1,
+                       "delete_topic_enable": True, "max_topic_deletions": 1}),
+    "zombie": Preset("zombie", "a zombie controller with zk_epoch_fencing off (before KAFKA-6082): "
+                     "its ZooKeeper writes are not fenced",
+                     {"brokers": 2, "replication_factor": 2, "zk_epoch_fencing": False}),
+    "no-controller-fencing": Preset(
+        "no-controller-fencing", "brokers do not check the controller epoch: a zombie's stale "
+        "LeaderAndIsr is applied", {"brokers": 2, "replication_factor": 2, "partitions": 2,
+                                    "controller_epoch_fencing": False}),
+    "unclean": Preset("unclean", "unclean.leader.election.enable=true",
+                      {"brokers": 2, "replication_factor": 2, "unclean_leader_election": True}),
+}
+
+
+class KafkaFamily(ModelFamily):
+    name = "kafka"
+    version = MODEL_VERSION
+    parameters = _parameters()
+    presets = _PRESETS
+    default_preset = "default"
+
+    def build(self, config) -> KafkaModel:
+        return KafkaModel(KafkaConfig(**config))
+
+    def action_docs(self):
+        return dict(DOCS)
+
+
+FAMILY = KafkaFamily()

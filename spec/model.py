@@ -1,0 +1,138 @@
+"""KafkaModel: the ZooKeeper-era Kafka controller as a checker.model.Model.
+
+The model is the union of three action families, enumerated in a fixed order:
+faults (faults.py), controller actions (controller.py), broker actions
+(broker.py).  Each family contributes the enabled actions of a state and a
+function per action name that computes the next state.
+
+    >>> from spec.config import KafkaConfig
+    >>> m = KafkaModel(KafkaConfig(brokers=2, replication_factor=2))
+    >>> s0 = m.init_states()[0]
+    >>> [str(a) for a in m.actions(s0)][:3]
+    ['CrashBroker(broker=0)', 'ExpireSession(broker=0)', 'CrashBroker(broker=1)']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from checker.model import Action, Model
+from spec import broker, controller, faults
+from spec.config import KafkaConfig
+from spec.properties import properties
+from spec.state import (
+    NO_GHOST, NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk,
+)
+
+MODEL_NAME = "kafka-controller"
+MODEL_VERSION = "1"
+
+_FAMILIES = (faults, controller, broker)
+ENABLED = tuple(f for fam in _FAMILIES for f in fam.ENABLED)
+APPLY = {name: fn for fam in _FAMILIES for name, fn in fam.APPLY.items()}
+DOCS = {name: doc for fam in _FAMILIES for name, doc in fam.DOCS.items()}
+
+
+class KafkaModel(Model):
+    name = MODEL_NAME
+    version = MODEL_VERSION
+
+    def __init__(self, cfg: KafkaConfig):
+        self.cfg = cfg
+        self.ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
+        self._properties = properties(cfg, self.ar)
+
+    def init_states(self):
+        """Every broker is up with a session; the topic exists in ZooKeeper with its
+        AR but no partition state yet, and there is no controller: the first
+        controller creates the partitions (NewPartition -> OnlinePartition)."""
+        cfg = self.cfg
+        n = cfg.brokers
+        zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), True,
+                tuple(NO_STATE for _ in range(cfg.partitions)), False)
+        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None)
+        budget = Budget(cfg.max_crashes, cfg.max_session_expiries, cfg.max_controller_failovers,
+                        cfg.max_isr_shrinks, cfg.max_unclean_elections if cfg.unclean_leader_election else 0,
+                        cfg.max_controlled_shutdowns, cfg.max_topic_deletions)
+        return [KafkaState(zk, tuple(b for _ in range(n)), budget, NO_GHOST)]
+
+    def actions(self, state):
+        out: list = []
+        for enabled in ENABLED:
+            enabled(self, state, out)
+        return out
+
+    def next_state(self, state, act: Action):
+        return APPLY[act.name](self, state, act)
+
+    def properties(self):
+        return self._properties
+
+    def is_terminal(self, state) -> bool:
+        """Quiescent with an active controller: every fault spent or declined, every
+        request delivered, nothing left to elect.  Any other state without an
+        enabled action is a deadlock."""
+        return state.zk.controller != NO_LEADER
+
+    def config(self) -> Mapping[str, Any]:
+        return self.cfg.as_dict()
+
+    def describe(self, s: KafkaState) -> dict:
+        """Readable view for replay diffs: names, not tuple positions."""
+        zk = s.zk
+        out = {
+            "zk": {
+                "controller": zk.controller,
+                "controller_epoch": zk.controller_epoch,
+                "brokers": [b for b, x in enumerate(zk.sessions) if x > 0],
+                "session": list(zk.sessions),
+                "topic": zk.topic,
+                "delete_topic": zk.delete_topic,
+                "partition": {str(p): _li(li) for p, li in enumerate(zk.partitions)},
+            },
+            "broker": {},
+            "budget": s.budget._asdict(),
+            "ghost": s.ghost._asdict(),
+        }
+        for b, br in enumerate(s.brokers):
+            d = {
+                "alive": br.alive,
+                "controller_epoch_seen": br.controller_epoch_seen,
+                "partition": {str(p): _view(b, li) for p, li in enumerate(br.partitions)},
+                "in_flight": [_req(r) for r in br.inbox],
+            }
+            if br.ctx is not None:
+                c = br.ctx
+                d["controller"] = {
+                    "epoch": c.epoch,
+                    "live": [x for x, v in enumerate(c.live) if v > 0],
+                    "shutting_down": [x for x, v in enumerate(c.shutting_down) if v],
+                    "deleting": c.deleting,
+                    "partition": {str(p): _li(li) for p, li in enumerate(c.partitions)},
+                    "partition_state": {str(p): st for p, st in enumerate(c.partition_states)},
+                    "replica_state": {f"{p}.{r}": st for p, rs in enumerate(c.replica_states)
+                                      for r, st in zip(self.ar[p], rs)},
+                }
+            out["broker"][str(b)] = d
+        return out
+
+
+def _li(li: LeaderIsr) -> Any:
+    if li.version == -1:
+        return None
+    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+            "controller_epoch": li.controller_epoch, "version": li.version}
+
+
+def _view(b: int, li: LeaderIsr) -> Any:
+    d = _li(li)
+    if d is not None:
+        d["role"] = "leader" if li.leader == b else "follower"
+    return d
+
+
+def _req(r) -> str:
+    if type(r) is LeaderAndIsr:
+        return (f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, "
+                f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={list(r.isr)}, version={r.version})")
+    return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete=True)"

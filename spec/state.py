@@ -1,0 +1,157 @@
+"""The Kafka controller model's state: compact NamedTuples of small ints.
+
+Everything here is a tuple, so ``repr`` is a canonical encoding and the checker's
+fingerprint is stable.  Brokers are numbered 0..n-1 and every per-broker or
+per-partition collection is a tuple indexed by that number.  Sets (ISR, live
+brokers) are sorted tuples.
+
+Layout, and who may read what:
+- ``zk``       ZooKeeper, the only shared truth.  Changed by conditional writes only.
+- ``brokers``  each broker's own memory: liveness, the highest controller epoch it
+               has seen, its view of every partition, the requests in flight to it,
+               and, if it believes it is the controller, its ``ControllerContext``.
+- ``budget``   how many of each bounded fault may still happen (faults are bounded,
+               healing is not).
+- ``ghost``    GHOST STATE: history flags that only properties read; actions only
+               ever set them, and no action's enabling condition looks at them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NO_LEADER = -1
+NO_VERSION = -1          # the partition's state znode does not exist
+
+# Partition states (seed 004; Kafka's PartitionStateMachine).
+NON_EXISTENT_PARTITION = "NonExistentPartition"
+NEW_PARTITION = "NewPartition"
+ONLINE_PARTITION = "OnlinePartition"
+OFFLINE_PARTITION = "OfflinePartition"
+
+# Replica states (Kafka's ReplicaStateMachine).
+NEW_REPLICA = "NewReplica"
+ONLINE_REPLICA = "OnlineReplica"
+OFFLINE_REPLICA = "OfflineReplica"
+REPLICA_DELETION_STARTED = "ReplicaDeletionStarted"
+REPLICA_DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
+REPLICA_DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+NON_EXISTENT_REPLICA = "NonExistentReplica"
+
+
+class LeaderIsr(NamedTuple):
+    """``/brokers/topics/<t>/partitions/<p>/state`` and the copies of it that the
+    controller caches and brokers hold.  ``version`` is the znode version the
+    holder last saw: conditional writes compare it with ZooKeeper's."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    controller_epoch: int
+    version: int
+
+
+NO_STATE = LeaderIsr(NO_LEADER, -1, (), -1, NO_VERSION)
+
+
+class Zk(NamedTuple):
+    controller: int               # /controller (ephemeral); NO_LEADER when absent
+    controller_epoch: int         # /controller_epoch
+    sessions: tuple               # /brokers/ids/<b>: session number, 0 = not registered
+    topic: bool                   # /brokers/topics/<t> exists (AR is static config)
+    partitions: tuple             # LeaderIsr per partition
+    delete_topic: bool            # /admin/delete_topics/<t> pending
+
+
+class LeaderAndIsr(NamedTuple):
+    """A LeaderAndIsr request in flight from a controller to one broker."""
+
+    controller_epoch: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    version: int
+
+
+class StopReplica(NamedTuple):
+    """A StopReplica(delete=true) request in flight, sent during topic deletion."""
+
+    controller_epoch: int
+    partition: int
+
+
+class ControllerContext(NamedTuple):
+    """What a broker that believes it is the controller holds in memory.  It is a
+    cache of ZooKeeper and may be stale; a zombie keeps acting on it."""
+
+    epoch: int                    # the controller epoch it was elected with
+    live: tuple                   # per broker: session number it last saw, 0 = dead
+    partitions: tuple             # cached LeaderIsr per partition
+    partition_states: tuple       # per partition: a partition state name
+    replica_states: tuple         # per partition: tuple of replica state per AR member
+    shutting_down: tuple          # per broker: controlled shutdown requested
+    deleting: bool                # topic deletion in progress
+
+
+class Broker(NamedTuple):
+    alive: bool
+    controller_epoch_seen: int    # highest controller epoch accepted (in memory)
+    partitions: tuple             # per partition: LeaderIsr this broker applied, or NO_STATE
+    inbox: tuple                  # sorted, duplicate-free requests in flight to it
+    ctx: ControllerContext | None
+
+
+class Budget(NamedTuple):
+    """Faults that may still happen.  Healing actions (restart, re-register,
+    elections, ISR expand, request delivery) have no budget."""
+
+    crashes: int
+    session_expiries: int
+    controller_failovers: int
+    isr_shrinks: int
+    unclean_elections: int
+    controlled_shutdowns: int
+    topic_deletions: int
+
+
+class Ghost(NamedTuple):
+    """GHOST STATE, read only by properties (prefix inv_ in Vanlightly's specs)."""
+
+    inv_isr_shrunk: bool
+    inv_isr_reexpanded: bool
+    inv_partition_offline: bool
+    inv_partition_back_online: bool
+    inv_unclean_election: bool
+
+
+NO_GHOST = Ghost(False, False, False, False, False)
+
+
+class KafkaState(NamedTuple):
+    zk: Zk
+    brokers: tuple
+    budget: Budget
+    ghost: Ghost
+
+
+def put(t: tuple, i: int, value) -> tuple:
+    """Tuple ``t`` with element ``i`` replaced: the one update every action needs."""
+    return t[:i] + (value,) + t[i + 1:]
+
+
+def with_broker(s: KafkaState, b: int, broker: Broker) -> KafkaState:
+    return s._replace(brokers=put(s.brokers, b, broker))
+
+
+def add_request(inbox: tuple, req) -> tuple:
+    """Requests in flight form a set: a duplicate of a request already in flight
+    changes nothing the receiver can observe (the second copy is rejected by the
+    leader-epoch check), so it is not kept twice."""
+    if req in inbox:
+        return inbox
+    return tuple(sorted(inbox + (req,), key=request_key))
+
+
+def request_key(req) -> tuple:
+    return (type(req).__name__,) + tuple(req)
