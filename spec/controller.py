@@ -217,6 +217,10 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
     live = _live(ctx)
     cached = ctx.partitions[p]
     if pstate == NEW_PARTITION:
+        # NewPartition's write is a create: once the controller has seen the znode
+        # exist (its create failed), it does not retry (Kafka logs the failure).
+        if cached.version != NO_VERSION:
+            return None
         r = election.new_partition(ar, live)
         return ("new",) + r if r else None
     if pstate == OFFLINE_PARTITION:

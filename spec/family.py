@@ -46,24 +46,31 @@ def _parameters() -> dict:
     return out
 
 
+_TWO = {"brokers": 2, "replication_factor": 2}
+
 _PRESETS = {
-    "tiny": Preset("tiny", "2 brokers, 1 partition, RF 2; every fix on",
-                   {"brokers": 2, "replication_factor": 2}),
-    "small": Preset("small", "3 brokers, 1 partition, RF 3; every fix on",
-                    {"brokers": 3, "replication_factor": 3}),
-    "default": Preset("default", "what `make run` checks: 3 brokers, 1 partition, RF 3, "
-                      "controlled shutdown and topic deletion on top of crashes and expiries",
-                      {"brokers": 3, "replication_factor": 3, "max_controlled_shutdowns": 1,
-                       "delete_topic_enable": True, "max_topic_deletions": 1}),
-    "zombie": Preset("zombie", "a zombie controller with zk_epoch_fencing off (before KAFKA-6082): "
-                     "its ZooKeeper writes are not fenced",
-                     {"brokers": 2, "replication_factor": 2, "zk_epoch_fencing": False}),
+    "tiny": Preset("tiny", "2 brokers, 1 partition, RF 2; one crash, one ISR shrink; every fix on",
+                   {**_TWO, "max_session_expiries": 0}),
+    "small": Preset("small", "3 brokers, 1 partition, RF 3; one crash, one ISR shrink; every fix on",
+                    {"max_session_expiries": 0}),
+    "default": Preset("default", "what `make run` checks: 3 brokers, 1 partition, RF 3; a controller "
+                      "session expiry (zombie) and an ISR shrink, every fix on",
+                      {"max_crashes": 0}),
+    "failover": Preset("failover", "2 brokers, RF 2: a crash and a session expiry together, every fix on",
+                       dict(_TWO)),
+    "shutdown": Preset("shutdown", "2 brokers, RF 2: a controlled shutdown and a crash, every fix on",
+                       {**_TWO, "max_session_expiries": 0, "max_controlled_shutdowns": 1}),
+    "delete": Preset("delete", "2 brokers, RF 2: topic deletion (delete.topic.enable) and a crash",
+                     {**_TWO, "max_session_expiries": 0, "delete_topic_enable": True, "max_topic_deletions": 1}),
+    "zombie": Preset("zombie", "zk_epoch_fencing off (before KAFKA-6082): a zombie controller's "
+                     "ZooKeeper writes are not fenced",
+                     {**_TWO, "max_crashes": 0, "zk_epoch_fencing": False}),
     "no-controller-fencing": Preset(
-        "no-controller-fencing", "brokers do not check the controller epoch: a zombie's stale "
-        "LeaderAndIsr is applied", {"brokers": 2, "replication_factor": 2, "partitions": 2,
-                                    "controller_epoch_fencing": False}),
-    "unclean": Preset("unclean", "unclean.leader.election.enable=true",
-                      {"brokers": 2, "replication_factor": 2, "unclean_leader_election": True}),
+        "no-controller-fencing", "controller_epoch_fencing off: brokers apply a zombie's stale "
+        "LeaderAndIsr (needs 2 partitions: with one, the leader-epoch check alone rejects it)",
+        {**_TWO, "partitions": 2, "max_crashes": 0, "controller_epoch_fencing": False}),
+    "unclean": Preset("unclean", "unclean.leader.election.enable=true: a replica outside the ISR leads",
+                      {**_TWO, "max_session_expiries": 0, "unclean_leader_election": True}),
 }
 
 

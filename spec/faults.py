@@ -59,7 +59,10 @@ def faults_enabled(m, s: KafkaState, out: list) -> None:
                 out.append(action("RegisterBroker", broker=b))
             if br.ctx is not None and zk.controller != b:
                 out.append(action("Resign", broker=b))
-            if may_fail and any(cb.ctx is not None and cb.alive and cb.ctx.shutting_down[b] for cb in s.brokers):
+            # Only the session that asked for controlled shutdown stops; a restarted
+            # broker is a new process that asked for nothing.
+            if may_fail and any(cb.ctx is not None and cb.alive and cb.ctx.shutting_down[b]
+                                and cb.ctx.live[b] == zk.sessions[b] for cb in s.brokers):
                 out.append(action("ShutdownBroker", broker=b))
         else:
             out.append(action("RestartBroker", broker=b))

@@ -84,8 +84,8 @@ class KafkaModel(Model):
             "zk": {
                 "controller": zk.controller,
                 "controller_epoch": zk.controller_epoch,
-                "brokers": [b for b, x in enumerate(zk.sessions) if x > 0],
-                "session": list(zk.sessions),
+                "brokers": _ids(b for b, x in enumerate(zk.sessions) if x > 0),
+                "session": _ids(zk.sessions),
                 "topic": zk.topic,
                 "delete_topic": zk.delete_topic,
                 "partition": {str(p): _li(li) for p, li in enumerate(zk.partitions)},
@@ -99,14 +99,14 @@ class KafkaModel(Model):
                 "alive": br.alive,
                 "controller_epoch_seen": br.controller_epoch_seen,
                 "partition": {str(p): _view(b, li) for p, li in enumerate(br.partitions)},
-                "in_flight": [_req(r) for r in br.inbox],
+                "in_flight": {str(i): _req(r) for i, r in enumerate(br.inbox)},
             }
             if br.ctx is not None:
                 c = br.ctx
                 d["controller"] = {
                     "epoch": c.epoch,
-                    "live": [x for x, v in enumerate(c.live) if v > 0],
-                    "shutting_down": [x for x, v in enumerate(c.shutting_down) if v],
+                    "live": _ids(x for x, v in enumerate(c.live) if v > 0),
+                    "shutting_down": _ids(x for x, v in enumerate(c.shutting_down) if v),
                     "deleting": c.deleting,
                     "partition": {str(p): _li(li) for p, li in enumerate(c.partitions)},
                     "partition_state": {str(p): st for p, st in enumerate(c.partition_states)},
@@ -117,10 +117,15 @@ class KafkaModel(Model):
         return out
 
 
+def _ids(xs) -> str:
+    """Broker-id lists print whole ("[0, 2]") so a diff shows the set that changed."""
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
 def _li(li: LeaderIsr) -> Any:
     if li.version == -1:
         return None
-    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": _ids(li.isr),
             "controller_epoch": li.controller_epoch, "version": li.version}
 
 
@@ -134,5 +139,5 @@ def _view(b: int, li: LeaderIsr) -> Any:
 def _req(r) -> str:
     if type(r) is LeaderAndIsr:
         return (f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, "
-                f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={list(r.isr)}, version={r.version})")
+                f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={_ids(r.isr)}, version={r.version})")
     return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete=True)"

@@ -62,9 +62,11 @@ def controller_epoch_fencing(prev, act, nxt) -> bool:
 
 
 def legal_state_transitions(prev, act, nxt) -> bool:
+    if prev.brokers is nxt.brokers:
+        return True
     for pb, nb in zip(prev.brokers, nxt.brokers):
         pc, nc = pb.ctx, nb.ctx
-        if pc is None or nc is None or pc.epoch != nc.epoch:
+        if pc is nc or pc is None or nc is None or pc.epoch != nc.epoch:
             continue  # a context created or dropped: initialisation, not a transition
         for before, after in zip(pc.partition_states, nc.partition_states):
             if not legal_partition(before, after):
@@ -82,8 +84,10 @@ def epochs_monotonic(prev, act, nxt) -> bool:
     for pz, nz in zip(prev.zk.partitions, nxt.zk.partitions):
         if nz.version != NO_VERSION and nz.leader_epoch < pz.leader_epoch:
             return False
+    if prev.brokers is nxt.brokers:
+        return True
     for pb, nb in zip(prev.brokers, nxt.brokers):
-        if not nb.alive:
+        if pb is nb or not nb.alive:
             continue  # a stopped broker loses its memory; that is not going backwards
         if nb.controller_epoch_seen < pb.controller_epoch_seen:
             return False
