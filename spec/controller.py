@@ -269,6 +269,8 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
         g = g._replace(inv_unclean_election=True)
     if was_offline and g.inv_partition_offline:
         g = g._replace(inv_partition_back_online=True)
+    if strategy == "controlled_shutdown":
+        g = g._replace(inv_shutdown_moved_leader=True)
     return s._replace(ghost=g)
 
 

@@ -162,6 +162,9 @@ def properties(cfg, ar: tuple) -> list[Property]:
                                lambda s: any(br.alive and br.ctx is not None
                                              and br.ctx.epoch < s.zk.controller_epoch for br in s.brokers),
                                "A zombie controller runs beside its successor, so fencing is exercised."))
+    if cfg.max_controlled_shutdowns > 0 and cfg.replication_factor > 1:
+        props.append(sometimes("ControlledShutdownMovesLeader", lambda s: s.ghost.inv_shutdown_moved_leader,
+                               "A controlled shutdown moves a partition's leadership to another ISR member."))
     if cfg.delete_topic_enable and cfg.max_topic_deletions > 0:
         props.append(sometimes("TopicDeleted", lambda s: not s.zk.topic,
                                "A topic deletion completes."))

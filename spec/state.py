@@ -123,9 +123,10 @@ class Ghost(NamedTuple):
     inv_partition_offline: bool
     inv_partition_back_online: bool
     inv_unclean_election: bool
+    inv_shutdown_moved_leader: bool
 
 
-NO_GHOST = Ghost(False, False, False, False, False)
+NO_GHOST = Ghost(False, False, False, False, False, False)
 
 
 class KafkaState(NamedTuple):
