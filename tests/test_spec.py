@@ -1,0 +1,218 @@
+"""The Kafka controller model: pinned state counts and verdicts per preset, the
+shortest counterexamples of the known-bad variants, and the properties' ability
+to fail (a property that cannot fail proves nothing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker.bfs import check
+from checker.config import resolve
+from checker.model import action
+from checker.result import OK, VIOLATED
+from spec import election
+from spec.family import FAMILY
+from spec.properties import (
+    at_most_one_active_controller, at_most_one_leader_per_epoch, controller_epoch_fencing,
+    epochs_monotonic, leader_elected_from_isr, leader_in_isr, legal_state_transitions,
+)
+from spec.state import NEW_REPLICA, NON_EXISTENT_PARTITION, REPLICA_DELETION_STARTED, LeaderIsr
+
+
+def model(preset: str, **overrides):
+    return FAMILY.build(resolve(FAMILY, preset, overrides))
+
+
+def witnesses(result) -> set[str]:
+    return {k for k, v in result.stats.witnesses.items() if v is not None}
+
+
+# preset -> (distinct, generated, depth, witnesses reached)
+HOLDS = {
+    "tiny": (1491, 3124, 19, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack"}),
+    "small": (44133, 151956, 24, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack"}),
+}
+HOLDS_SLOW = {
+    "default": (155749, 685374, 25, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
+                                     "ZombieController"}),
+    "failover": (110752, 399556, 30, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
+                                      "ZombieController"}),
+    "shutdown": (131440, 412384, 37, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
+                                      "ControlledShutdownMovesLeader"}),
+    "delete": (42643, 136969, 28, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
+                                   "TopicDeleted"}),
+}
+
+
+def _assert_holds(preset, expected):
+    distinct, generated, depth, reached = expected
+    m = model(preset)
+    r = check(m)
+    assert r.verdict == OK, [v.property for v in r.violations]
+    assert (r.stats.distinct, r.stats.generated, r.stats.depth) == (distinct, generated, depth)
+    declared = {p.name for p in m.properties() if p.kind == "sometimes"}
+    assert witnesses(r) == declared == reached
+
+
+@pytest.mark.parametrize("preset", sorted(HOLDS))
+def test_every_fix_on_every_property_holds(preset):
+    _assert_holds(preset, HOLDS[preset])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", sorted(HOLDS_SLOW))
+def test_every_fix_on_every_property_holds_larger(preset):
+    _assert_holds(preset, HOLDS_SLOW[preset])
+
+
+def test_zombie_writes_zookeeper_without_zk_epoch_fencing():
+    """Before KAFKA-6082: the expired controller's queued election lands in
+    ZooKeeper after its successor took over."""
+    r = check(model("zombie"))
+    assert r.verdict == VIOLATED
+    v = r.violations[0]
+    assert v.property == "ControllerEpochFencing"
+    assert [str(s.action) for s in v.path[1:]] == [
+        "ElectController(broker=0)",
+        "ExpireSession(broker=0)",
+        "ElectController(broker=1)",
+        "ElectLeader(controller=0, partition=0, leader=0, strategy='new', clean=True)",
+    ]
+    assert r.stats.distinct == 54
+
+
+def test_same_zombie_is_fenced_with_zk_epoch_fencing_on():
+    """The CHECK in the other direction: the same bounds with the fence on hold."""
+    r = check(model("zombie", zk_epoch_fencing=True))
+    assert r.verdict == OK
+    assert "ZombieController" in witnesses(r)
+
+
+def test_stale_leader_and_isr_applied_without_controller_epoch_fencing():
+    r = check(model("no-controller-fencing"))
+    assert r.verdict == VIOLATED
+    v = r.violations[0]
+    assert v.property == "ControllerEpochFencing"
+    assert len(v.path) - 1 == 7
+    last = v.path[-1].action
+    assert last.name == "DeliverLeaderAndIsr"
+    # the applied request is older than the epoch the broker had already seen
+    before = v.path[-2].state.brokers[last.get("broker")]
+    assert last.get("controller_epoch") < before.controller_epoch_seen
+    assert r.stats.distinct == 1070
+
+
+def test_controller_epoch_fencing_off_is_harmless_with_one_partition():
+    """A finding worth pinning: for LeaderAndIsr alone, the leader-epoch check
+    already rejects every stale request when there is one partition, because the
+    successor's first request to a broker carries the same leader epoch."""
+    r = check(model("no-controller-fencing", partitions=1))
+    assert r.verdict == OK
+    assert r.stats.distinct == 4350
+
+
+def test_unclean_election_breaks_only_the_clean_election_property():
+    r = check(model("unclean"), keep_going=True)
+    assert r.verdict == VIOLATED
+    assert [v.property for v in r.violations] == ["LeaderElectedFromIsr"]
+    v = r.violations[0]
+    assert len(v.path) - 1 == 7
+    assert str(v.path[-1].action) == "ElectLeader(controller=1, partition=0, leader=1, strategy='offline', clean=False)"
+    assert "UncleanElection" in witnesses(r)
+
+
+def test_same_bounds_clean_election_holds():
+    assert check(model("unclean", unclean_leader_election=False)).verdict == OK
+
+
+# -- properties can fail ---------------------------------------------------------------
+
+def _initial(preset="tiny"):
+    m = model(preset)
+    return m, m.init_states()[0]
+
+
+def _put_zk_partition(s, li):
+    return s._replace(zk=s.zk._replace(partitions=(li,)))
+
+
+def test_leader_in_isr_can_fail():
+    _, s = _initial()
+    assert leader_in_isr(s)
+    assert not leader_in_isr(_put_zk_partition(s, LeaderIsr(1, 3, (0,), 1, 4)))
+
+
+def test_at_most_one_leader_per_epoch_can_fail():
+    _, s = _initial()
+    b0, b1 = s.brokers
+    s2 = s._replace(brokers=(b0._replace(partitions=(LeaderIsr(0, 2, (0, 1), 1, 0),)),
+                             b1._replace(partitions=(LeaderIsr(1, 2, (0, 1), 1, 0),))))
+    assert not at_most_one_leader_per_epoch(s2)
+    s3 = s2._replace(brokers=(s2.brokers[0], b1._replace(partitions=(LeaderIsr(1, 3, (1,), 1, 1),))))
+    assert at_most_one_leader_per_epoch(s3)
+
+
+def test_at_most_one_active_controller_can_fail():
+    m, s = _initial()
+    s1 = m.next_state(s, action("ElectController", broker=0))
+    ctx = s1.brokers[0].ctx
+    s2 = s1._replace(brokers=(s1.brokers[0], s1.brokers[1]._replace(ctx=ctx)))
+    assert at_most_one_active_controller(s1) and not at_most_one_active_controller(s2)
+
+
+def test_step_properties_can_fail():
+    m, s = _initial()
+    s1 = m.next_state(s, action("ElectController", broker=0))
+    ctx = s1.brokers[0].ctx
+    # an illegal partition transition: NewPartition -> NonExistentPartition
+    bad = s1._replace(brokers=(s1.brokers[0]._replace(ctx=ctx._replace(
+        partition_states=(NON_EXISTENT_PARTITION,))), s1.brokers[1]))
+    assert legal_state_transitions(s, None, s1)
+    assert not legal_state_transitions(s1, action("X"), bad)
+    # an illegal replica transition: OnlineReplica -> ReplicaDeletionStarted
+    bad_r = s1._replace(brokers=(s1.brokers[0]._replace(ctx=ctx._replace(
+        replica_states=((REPLICA_DELETION_STARTED, NEW_REPLICA),))), s1.brokers[1]))
+    assert not legal_state_transitions(s1, action("X"), bad_r)
+    # epochs going backwards
+    assert not epochs_monotonic(s1, action("X"), s1._replace(zk=s1.zk._replace(controller_epoch=0)))
+    # a leader from outside the ISR
+    before = _put_zk_partition(s1, LeaderIsr(0, 1, (0,), 1, 1))
+    after = _put_zk_partition(s1, LeaderIsr(1, 2, (1,), 1, 2))
+    assert not leader_elected_from_isr(before, action("X"), after)
+    # a broker applying a request from an older controller epoch
+    seen = s1._replace(brokers=(s1.brokers[0], s1.brokers[1]._replace(controller_epoch_seen=2)))
+    applied = seen._replace(brokers=(seen.brokers[0], seen.brokers[1]._replace(
+        partitions=(LeaderIsr(0, 1, (0, 1), 1, 1),))))
+    deliver = action("DeliverLeaderAndIsr", broker=1, partition=0, controller_epoch=1, leader=0,
+                     leader_epoch=1, isr=(0, 1), version=1)
+    assert not controller_epoch_fencing(seen, deliver, applied)
+
+
+# -- election strategies (seed 004) -----------------------------------------------------
+
+def test_offline_election_prefers_assignment_order_within_isr():
+    live = (True, True, True)
+    assert election.offline_partition((0, 1, 2), (1, 2), live, unclean=False) == (1, (1, 2), True)
+    assert election.offline_partition((2, 1, 0), (0, 1), (True, False, True), False) == (0, (0,), True)
+
+
+def test_offline_election_unclean_only_when_allowed():
+    live = (False, True, True)
+    assert election.offline_partition((0, 1, 2), (0,), live, unclean=False) is None
+    assert election.offline_partition((0, 1, 2), (0,), live, unclean=True) == (1, (1,), False)
+
+
+def test_preferred_election_never_unclean():
+    assert election.preferred_replica((0, 1), 1, (1,), (True, True)) is None
+    assert election.preferred_replica((0, 1), 1, (0, 1), (True, True)) == (0, (0, 1), True)
+
+
+def test_controlled_shutdown_election_skips_brokers_shutting_down():
+    assert election.controlled_shutdown((0, 1, 2), (0, 1, 2), (True,) * 3, (True, False, False)) == (1, (1, 2), True)
+    assert election.controlled_shutdown((0, 1), (0,), (True, True), (True, False)) is None
+
+
+def test_new_partition_takes_live_ar_as_isr():
+    assert election.new_partition((0, 1, 2), (False, True, True)) == (1, (1, 2), True)
+    assert election.new_partition((0, 1), (False, False)) is None
+
