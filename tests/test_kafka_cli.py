@@ -69,3 +69,20 @@ def test_bad_preset_is_one_line_exit_2():
     assert p.returncode == 2
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert "zombie" in p.stderr
+
+
+def test_readme_invariants_example(tmp_path):
+    """The README's --invariants example: one user property holds, one is too strong
+    and gets a trace, one witness needs a second failover."""
+    p = kmc("check", *KAFKA, "--preset", "tiny", "--invariants", "examples/invariants.py", "--continue",
+            "--json", "--quiet", "--traces-dir", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    d = json.loads(p.stdout)
+    assert d["violated_properties"] == ["ZkLeaderIsRegistered", "ThreeControllerEpochs"]
+    assert [v["steps"] for v in d["violations"]][0] == 4   # initial state + 3 actions
+    p2 = kmc("check", *KAFKA, "--preset", "tiny", "--invariants", "examples/invariants.py",
+             "--property", "NoBrokerAheadOfZooKeeper", "--property", "ThreeControllerEpochs",
+             "--set", "max_crashes=2", "--set", "max_controller_failovers=2", "--json", "--quiet",
+             "--traces-dir", str(tmp_path))
+    assert p2.returncode == 0, p2.stdout + p2.stderr
+    assert json.loads(p2.stdout)["witnesses"]["ThreeControllerEpochs"] is not None
