@@ -24,6 +24,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shlex
 import sys
 import textwrap
@@ -147,12 +148,90 @@ def _build(family: Any, config: Mapping[str, Any]) -> Any:
     try:
         return family.build(config)
     except ValueError as e:
-        raise UsageError(f"invalid configuration for model {family.name!r}: {e}; "
-                         f"change the values with --set key=value") from None
+        msg = " ".join(str(e).split()) or "rejected by the model family"
+        fix = "" if ";" in msg else "; change the values with --set key=value"
+        raise UsageError(f"invalid configuration for model {family.name!r}: {msg}{fix}") from None
     except (UsageError, ModelError):
         raise
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"building model {family.name!r} raised {_exc(e)}") from e
+
+
+def _family_properties(family: Any) -> list[tuple[Property, list[str] | None]]:
+    """Every property the family documents, plus any that only some presets declare,
+    each with the presets that declare it (None: every preset, or not known)."""
+    try:
+        docs = list(family.property_docs())
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{family.name}.property_docs() raised {_exc(e)}") from e
+    declared: dict[str, list[str]] = {}
+    extra: dict[str, Property] = {}
+    presets = list(family.presets)
+    built = 0
+    for name in presets:
+        try:
+            props = family.build(resolve(family, name, {})).properties()
+        except Exception:  # noqa: BLE001 - a broken preset is reported when it is used
+            continue
+        built += 1
+        for p in props:
+            declared.setdefault(p.name, []).append(name)
+            if p.name not in extra:
+                extra[p.name] = p
+    out: list[tuple[Property, list[str] | None]] = []
+    names = {p.name for p in docs}
+    for p in [*docs, *(p for n, p in extra.items() if n not in names)]:
+        where = declared.get(p.name, [])
+        out.append((p, where if presets and built == len(presets) and len(where) < built else None))
+    return out
+
+
+def _user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | None:
+    """A ModelError whose cause was raised inside a user's --invariants file is the
+    user's to fix (exit 2), with the file and line, not the model's (exit 3)."""
+    cause = e.__cause__
+    if cause is None or not files:
+        return None
+    targets = {os.path.abspath(f): f for f in files}
+    where = None
+    tb = cause.__traceback__
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if path in targets:
+            where = (targets[path], tb.tb_lineno)
+        tb = tb.tb_next
+    if where is None:
+        return None
+    text = str(e)
+    m = re.search(r"propert(?:y|ies) '([^']+)'", text)
+    d = re.search(r"at depth (\d+)", text)
+    what = f"property {m.group(1)!r}" if m else "a property"
+    at = f" on a state at depth {d.group(1)}" if d else ""
+    msg = " ".join(str(cause).split())
+    return UsageError(f"{what} in invariants file '{where[0]}' line {where[1]} raised "
+                      f"{type(cause).__name__}{': ' + msg if msg else ''}{at}; fix the predicate: it must "
+                      f"return a bool on every reachable state of the model")
+
+
+def _check_traces_dir(directory: str) -> None:
+    """Fail before the search, not after it, when traces could not be saved."""
+    p = Path(directory)
+    if p.exists():
+        if not p.is_dir():
+            raise UsageError(f"--traces-dir '{directory}' is a file, not a directory; "
+                             f"choose a directory with --traces-dir DIR")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise UsageError(f"--traces-dir '{directory}' is not writable; choose another with --traces-dir DIR")
+        return
+    parent = p.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        what = "is not a directory" if not parent.is_dir() else "is not writable"
+        raise UsageError(f"cannot create --traces-dir '{directory}': '{parent}' {what}; "
+                         f"choose another directory with --traces-dir DIR")
 
 
 def _model_properties(model: Any) -> list[Property]:
@@ -172,6 +251,26 @@ def _config_line(config: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={_show(v)}" for k, v in config.items()) or "(no parameters)"
 
 
+def _width() -> int:
+    from checker.trace import width
+    return width()
+
+
+def _para(head: str, text: str, indent: int | None = None) -> str:
+    """``head`` + ``text`` wrapped to the output width, continuation lines indented
+    under the text (or by ``indent`` spaces); words are never broken."""
+    cont = " " * (len(head) if indent is None else indent)
+    return textwrap.fill(text, width=_width(), initial_indent=head, subsequent_indent=cont,
+                         break_long_words=False, break_on_hyphens=False) or head.rstrip()
+
+
+def _config_text(head: str, config: Mapping[str, Any]) -> str:
+    """The config as wrapped ``key=value`` pairs (a pair is never split)."""
+    from checker.trace import fill
+    items = [f"{k}={_show(v)}" for k, v in config.items()] or ["(no parameters)"]
+    return "\n".join(fill(head, items, " ", _width(), " " * len(head)))
+
+
 # -------------------------------------------------------------------------- check
 
 def _resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
@@ -186,6 +285,51 @@ def _resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tup
     return preset, resolve(family, preset, overrides)
 
 
+def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: list[str]) -> UsageError:
+    names = known + ["Deadlock"]
+    try:
+        elsewhere = {p.name: where for p, where in _family_properties(family)}
+    except (UsageError, ModelError):
+        elsewhere = {}
+    if name in elsewhere:
+        where = elsewhere[name]
+        config = f"preset {preset}{' with your overrides' if custom else ''}"
+        hint = (f"presets that declare it: {', '.join(where)}" if where
+                else "no preset declares it; it needs other settings")
+        return UsageError(f"property {name!r} is not declared by this configuration ({config}); {hint} "
+                          f"(see kmc list properties)")
+    return UsageError(f"unknown property {name!r}{suggest(name, names)} (known: {', '.join(names)}); "
+                      f"see kmc list properties")
+
+
+def _violation_lines(v: Any, prop: Property | None) -> list[str]:
+    """What was violated, where, and why: the engine's message without the
+    property name and rationale it repeats, then the rationale, wrapped."""
+    msg = v.message or ""
+    why = prop.rationale if prop is not None else ""
+    if v.kind == "deadlock" and not why:
+        from checker.trace import DEADLOCK_RATIONALE
+        why = DEADLOCK_RATIONALE
+    if msg.startswith(v.property + " "):
+        msg = msg[len(v.property) + 1:]
+    if why and msg.endswith(": " + why):
+        msg = msg[:-len(why) - 2]
+    last = len(v.path) - 1
+    if v.path:
+        m = re.fullmatch(r"is broken by the last step, (.*)", msg, re.S)
+        if m:
+            msg = f"broken by step {last}: {m.group(1)}"
+        elif msg == "does not hold in the last state":
+            msg = ("does not hold in the initial state" if last == 0
+                   else f"does not hold in the state after step {last}: {v.path[-1].action}")
+    lines = []
+    if msg:
+        lines.append(_para("  ", msg, 6))
+    if why and why not in msg:
+        lines.append(_para("  rationale: ", why))
+    return lines
+
+
 def cmd_check(args: argparse.Namespace, command: str) -> int:
     from checker import bfs
     from checker.invariants import load_all
@@ -195,12 +339,14 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     out: TextIO = sys.stderr if args.json else sys.stdout
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
+    _check_traces_dir(args.traces_dir)
     family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     preset, config = _resolve_config(args, family, file_cfg)
     model = _build(family, config)
     model_props = _model_properties(model)
     user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
     props = model_props + user_props
+    custom = config != resolve(family, preset, {})
     check_deadlock = not args.no_deadlock
     if args.property:
         known = [p.name for p in props]
@@ -211,54 +357,56 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
                 want_deadlock = True
                 continue
             if name not in known:
-                raise UsageError(f"unknown property {name!r}{suggest(name, known + ['Deadlock'])} "
-                                 f"(known: {', '.join(known + ['Deadlock'])}); see kmc list properties")
+                raise _unknown_property(family, preset, custom, name, known)
             chosen.extend(p for p in props if p.name == name and p not in chosen)
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
 
     if not args.quiet:
-        print(f"kmc check: model {model.name} {model.version} (family {family_ref}), preset {preset}", file=out)
-        print(f"config: {_config_line(config)}", file=out)
-        extra = [f"{len(user_props)} from --invariants"] if user_props else []
+        print(f"kmc check: model {model.name} {model.version} (family {family_ref}), preset {preset}"
+              f"{' with overrides' if custom else ''}", file=out)
+        print(_config_text("config: ", config), file=out)
+        total = len(model_props) + len(user_props)
+        what = f"{len(props)} of {total} (--property)" if args.property else f"{len(props)}"
+        extra = f"; {len(user_props)} from --invariants" if user_props else ""
         bounds = []
         if args.max_depth is not None:
             bounds.append(f"max depth {args.max_depth}")
         if args.max_states is not None:
             bounds.append(f"max states {args.max_states}")
-        print(f"properties: {len(props)}{' (' + ', '.join(extra) + ')' if extra else ''}; "
-              f"deadlock check {'on' if check_deadlock else 'off'}"
+        print(f"properties: {what}{extra}; deadlock check {'on' if check_deadlock else 'off'}"
               f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
         out.flush()
 
-    result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
-                       keep_going=args.keep_going, check_deadlock=check_deadlock,
-                       progress=None if args.quiet else sys.stderr)
+    try:
+        result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
+                           keep_going=args.keep_going, check_deadlock=check_deadlock,
+                           progress=None if args.quiet else sys.stderr)
+    except ModelError as e:
+        raise _user_property_error(e, args.invariants) or e
     st = result.stats
     print(f"distinct states: {st.distinct}  generated: {st.generated}  depth: {st.depth}", file=out)
     print(f"time: {st.seconds:.2f} s  ({st.states_per_second:,.0f} states/s)  "
           f"peak memory: {st.peak_memory_bytes / 2**20:.1f} MiB", file=out)
     if st.action_counts:
-        print("actions: " + ", ".join(f"{k}={v}" for k, v in sorted(st.action_counts.items())), file=out)
+        from checker.trace import fill
+        items = [f"{k}={v}," for k, v in sorted(st.action_counts.items())]
+        items[-1] = items[-1].rstrip(",")
+        print("\n".join(fill("actions: ", items, " ", _width(), "         ")), file=out)
     for name, depth in sorted(st.witnesses.items()):
         missed = "NOT reached" if st.complete else "not reached before the search stopped"
         print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else missed), file=out)
 
     rationale = {p.name: p for p in props}
-    label = preset if config == resolve(family, preset, {}) else f"{preset}-custom"
+    label = f"{preset}-custom" if custom else preset
     trace_paths: list[str] = []
     per_violation: dict[int, str] = {}
     for v in result.violations:
         prop = rationale.get(v.property)
         print(file=out)
         print(f"VIOLATED: {v.property} ({v.kind}{', step' if prop is not None and prop.step else ''})", file=out)
-        if prop is not None and prop.rationale and prop.rationale not in (v.message or ""):
-            print(f"  rationale: {prop.rationale}", file=out)
-        elif v.kind == "deadlock":
-            print("  rationale: a reachable state that is not terminal has no enabled action "
-                  "(turn this check off with --no-deadlock)", file=out)
-        if v.message:
-            print(f"  {v.message}", file=out)
+        for line in _violation_lines(v, prop):
+            print(line, file=out)
         if v.path:
             try:
                 path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config,
@@ -323,28 +471,55 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
 
 # ------------------------------------------------------------------------- replay
 
+def _invariant_paths(recorded: Sequence[str], trace_file: str) -> list[str]:
+    """The trace's invariants files, each found as recorded or next to the trace."""
+    out = []
+    for p in recorded:
+        if not os.path.exists(p) and not os.path.isabs(p):
+            near = os.path.join(os.path.dirname(trace_file), p)
+            if os.path.exists(near):
+                p = near
+        out.append(p)
+    return out
+
+
 def cmd_replay(args: argparse.Namespace, command: str) -> int:
     from checker.invariants import load_all
-    from checker.trace import load_trace, render_changes, replay
+    from checker.trace import load_trace, render_changes, render_state, replay
 
     trace = load_trace(args.file)
-
-    def resolver(ref: str) -> Any:
-        return load_family(args.model or ref)[0]
-
     last = len(trace.steps) - 1
     if args.step is not None and args.step > last:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
                          f"pick one of them")
+    try:
+        family = load_family(args.model or trace.family_ref)[0]
+    except UsageError as e:
+        if args.model:
+            raise
+        raise UsageError(f"trace file '{args.file}' names model family {trace.family_ref!r}: {e}") from None
+
+    def resolver(ref: str) -> Any:
+        return family
+
+    invariants = list(args.invariants) if args.invariants else _invariant_paths(trace.invariants, args.file)
+
     prop = trace.property
-    print(f"replaying {args.file}: {prop['name']} ({prop['kind']}{', step' if prop.get('step') else ''}) "
-          f"on model {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
-          f"preset {trace.preset or '-'}, {last + 1} steps")
+    kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
+    print(f"replaying {args.file}")
+    print(f"  property:  {prop['name']} ({kind}), violated at step {last}")
     if prop.get("rationale"):
-        print(f"  rationale: {prop['rationale']}")
-    print(f"config: {_config_line(trace.config)}")
-    res = replay(trace, resolver, stop_at=args.step,
-                 property_loader=lambda paths: load_all(paths))
+        print(_para("  rationale: ", prop["rationale"]))
+    print(f"  model:     {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
+          f"preset {trace.preset or '-'}")
+    print(_config_text("  config:    ", trace.config))
+    print(f"  trace:     {last + 1} states (steps 0..{last}), {last} actions")
+    print(f"  created:   {trace.created_by}")
+    print()
+    try:
+        res = replay(trace, resolver, stop_at=args.step, property_loader=lambda paths: load_all(invariants))
+    except ModelError as e:
+        raise _user_property_error(e, invariants) or e
     for step in res.steps:
         if not res.fits and step.index == res.failed_step:
             break
@@ -363,12 +538,19 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
         _fail(f"trace no longer fits the model: {res.reason}", command)
         return EXIT_FAIL
     print()
+    if res.stopped_at is not None and res.stopped_at > 0:
+        print(f"state at step {res.stopped_at}  [{res.steps[-1].fingerprint}]:")
+        print("\n".join(render_state(res.steps[-1].view)))
+        print()
     if res.stopped_at is not None:
         print(f"stopped after step {res.stopped_at} of {last}: every step so far fits the model and "
               f"every fingerprint matches")
         return EXIT_OK
     print(f"the trace replays: all {last + 1} steps fit the model and every fingerprint matches")
-    print(res.property_note)
+    if res.property_status == "unknown":
+        print(f"warning: {res.property_note}")
+    else:
+        print(res.property_note)
     if res.property_status == "holds":
         _fail(f"the trace replays but {res.property_note}", command)
         return EXIT_FAIL
@@ -377,67 +559,84 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
 
 # --------------------------------------------------------------------------- list
 
+def _table(rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
+    """Rows of columns; every column but the last is padded, the last is wrapped
+    under itself (or under the indent + 4 when the columns leave too little room)."""
+    if not rows:
+        return []
+    ncols = len(rows[0])
+    # A cell wider than 32 overflows its row rather than widening the whole column.
+    widths = [min(max(len(r[i]) for r in rows), 32) for i in range(ncols - 1)]
+    head_w = len(indent) + sum(w + 2 for w in widths)
+    cont = head_w if _width() - head_w >= 30 else len(indent) + 4
+    out = []
+    for r in rows:
+        head = indent + "".join(f"{c:<{w}}  " for c, w in zip(r, widths))
+        if not r[-1]:
+            out.append(head.rstrip())
+        elif len(head) + 20 <= _width() and cont == head_w:
+            out.append(_para(head, r[-1], cont))
+        else:  # too little room beside the columns: the text goes below them
+            out.append(head.rstrip())
+            out.append(_para(" " * cont, r[-1]))
+    return out
+
+
 def cmd_list(args: argparse.Namespace, command: str) -> int:
     what = args.what or "all"
+    family = ref = None
+    if what != "models":
+        family, ref = load_family(args.model)  # a bad --model fails before anything is printed
     if what in ("models", "all"):
         models = registered_models()
         print(f"models (entry-point group {GROUP}; or --model module:attribute):")
-        for name, ep in models.items():
-            print(f"  {name:<12} {ep.value}")
-        if not models:
+        if models:
+            print("\n".join(_table([(name, ep.value) for name, ep in models.items()])))
+        else:
             print("  (none registered; is kmc installed? pip install -e .)")
         if what == "models":
             return EXIT_OK
         print()
-    family, ref = load_family(args.model)
     print(f"model family {family.name} {family.version} ({ref})")
     params = family.parameters
     if what in ("presets", "all"):
         print()
-        print(f"presets (default: {family.default_preset}):")
-        width = max((len(n) for n in family.presets), default=0)
+        print(f"presets (default: {family.default_preset}; pick one with --preset NAME):")
+        rows = []
         for name, p in family.presets.items():
             over = " ".join(f"{k}={_show(v)}" for k, v in p.overrides.items())
-            print(f"  {name:<{width}}  {p.doc}" + (f"  [{over}]" if over else ""))
+            rows.append((name, p.doc + (f"  [{over}]" if over else "")))
+        print("\n".join(_table(rows)))
     if what in ("parameters", "flags", "all"):
         print()
         print("parameters (change with --set key=value):")
-        width = max((len(n) for n in params), default=0)
-        rwidth = min(max((len(_param_range(p)) for p in params.values()), default=0), 40)
-        dwidth = min(max((len(_show(p.default)) for p in params.values()), default=0), 20)
-        for name, p in params.items():
-            print(f"  {name:<{width}}  {_param_range(p):<{rwidth}}  default {_show(p.default):<{dwidth}}  {p.doc}")
+        print("\n".join(_table([(name, _param_range(p), f"default {_show(p.default)}", p.doc)
+                                for name, p in params.items()])))
     if what in ("flags", "all"):
         print()
         print("flags (boolean parameters; --set name=true|false):")
         flags = [p for p in params.values() if isinstance(p.default, bool)]
-        width = max((len(p.name) for p in flags), default=0)
-        for p in flags:
-            print(f"  {p.name:<{width}}  default {_show(p.default):<5}  {p.doc}")
+        print("\n".join(_table([(p.name, f"default {_show(p.default)}", p.doc) for p in flags])))
         if not flags:
             print("  (none)")
     if what in ("properties", "all"):
         print()
-        print("properties:")
-        try:
-            props = list(family.property_docs())
-        except (UsageError, ModelError):
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise ModelError(f"{family.name}.property_docs() raised {_exc(e)}") from e
-        width = max((len(p.name) for p in props), default=0)
-        for p in props:
+        print("properties (check some with --property NAME):")
+        rows = []
+        for p, where in _family_properties(family):
             kind = p.kind + (" (step)" if p.step else "")
-            print(f"  {p.name:<{width}}  {kind:<13} {p.rationale}")
-        print(f"  {'Deadlock':<{width}}  {'(built in)':<13} a non-terminal state with no enabled action "
-              f"(off with --no-deadlock)")
+            note = ""
+            if where is not None:
+                note = (f" [declared in presets: {', '.join(where)}]" if where
+                        else " [declared by no preset: needs other settings]")
+            rows.append((p.name, kind, p.rationale + note))
+        rows.append(("Deadlock", "(built in)", "a non-terminal state with no enabled action (off with --no-deadlock)"))
+        print("\n".join(_table(rows)))
     if what in ("actions", "all"):
         print()
         print("actions:")
         docs = dict(family.action_docs())
-        width = max((len(n) for n in docs), default=0)
-        for name, doc in docs.items():
-            print(f"  {name:<{width}}  {doc}")
+        print("\n".join(_table(list(docs.items()))))
         if not docs:
             print("  (not documented by the family)")
     return EXIT_OK
@@ -522,9 +721,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "recorded action, verify every fingerprint, print a diff per step, and "
                                    "re-check the violated property on the final state."))
     r.add_argument("file", metavar="FILE", help="a trace written by kmc check (traces/*.json)")
-    r.add_argument("--step", metavar="N", type=_nonneg, help="stop after step N")
+    r.add_argument("--step", metavar="N", type=_nonneg, help="stop after step N and show the whole state there")
     r.add_argument("--model", metavar="NAME|module:attr",
                    help="use this model family instead of the one recorded in the trace")
+    r.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+                   help="re-check the trace's user property from this file instead of the file the trace "
+                        "records (repeatable)")
     r.set_defaults(func=cmd_replay)
 
     lst = sub.add_parser("list", help="list models, presets, parameters, flags, properties, actions",
@@ -556,8 +758,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args, command))
     except _ArgError as e:
         msg = str(e).replace("\n", " ")
+        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", msg)
         if e.prog == "kmc" and "required" in msg:
             msg = "choose a command: check, replay or list"
+        elif bad:
+            choices = [c.strip(" '") for c in bad.group(2).split(",")]
+            noun = "command" if e.prog == "kmc" else "choice"
+            msg = f"unknown {noun} {bad.group(1)!r}{suggest(bad.group(1), choices)}; choose one of {', '.join(choices)}"
         _fail(f"{msg}; see {e.prog} --help", command, "error: ")
         return EXIT_USAGE
     except UsageError as e:

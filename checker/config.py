@@ -172,7 +172,8 @@ def resolve(family: Any, preset: str | None, overrides: Mapping[str, Any]) -> di
         presets = family.presets
         if preset not in presets:
             known = ", ".join(sorted(presets)) or "(none)"
-            raise UsageError(f"unknown preset {preset!r} (known: {known}); pick one with --preset NAME")
+            raise UsageError(f"unknown preset {preset!r}{suggest(preset, list(presets))} (known: {known}); "
+                             f"pick one with --preset NAME (see kmc list presets)")
         for key, value in presets[preset].overrides.items():
             if key not in params:
                 raise ModelError(

@@ -78,55 +78,80 @@ def flatten(view: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``[(key, old, new)]`` for every flattened key whose value differs; a missing
-    side is ``ABSENT``.  Keys come in ``before``'s order, and a key only ``after``
-    has comes where ``after`` puts it: after the nearest common key before it (and
-    after the removed keys that follow that one)."""
-    fb, fa = flatten(before), flatten(after)
+def _container(v: Any) -> bool:
+    return isinstance(v, (Mapping, list, tuple))
+
+
+def _children(v: Any, key: str) -> dict[str, Any]:
+    """``{child key: child value}`` of a container, keys spelled as ``flatten`` does."""
+    if isinstance(v, Mapping):
+        return {(f"{key}.{k}" if key else str(k)): sub for k, sub in v.items()}
+    return {f"{key}[{i}]": sub for i, sub in enumerate(v)}
+
+
+def _merge_order(before: Sequence[str], after: Sequence[str]) -> list[str]:
+    """``before``'s keys in order, with each key only ``after`` has placed after the
+    nearest key before it that both have (and after the removed keys that follow it)."""
+    bset, aset = set(before), set(after)
     follow: dict[str | None, list[str]] = {}
     anchor: str | None = None
-    for k in fa:
-        if k in fb:
+    for k in after:
+        if k in bset:
             anchor = k
         else:
             follow.setdefault(anchor, []).append(k)
     order: list[str] = []
     pending = follow.get(None, [])
-    for k in fb:
-        if k in fa:
+    for k in before:
+        if k in aset:
             order.extend(pending)
             pending = follow.get(k, [])
         order.append(k)
     order.extend(pending)
-    pb, pa = _parents(fb), _parents(fa)
-    out = []
-    for k in order:
-        old, new = fb.get(k, ABSENT), fa.get(k, ABSENT)
-        if old is ABSENT:
-            if k in pb:  # a container became this value: its elements show as removed
-                if new in ([], {}):
-                    continue
-                old = NESTED
-            out.append((k, old, new))
-        elif new is ABSENT:
-            if k in pa:  # this value became a container: its elements show as added
-                if old in ([], {}):
-                    continue
-                new = NESTED
-            out.append((k, old, new))
+    return order
+
+
+def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``[(key, old, new)]`` for every value that differs, keyed like ``flatten``; a
+    missing side is ``ABSENT``.
+
+    Where both sides are containers the diff goes inside them, so a changed leaf is
+    one entry.  Where a container appears, disappears or replaces a scalar (a
+    partition state ``None`` that becomes ``{leader: 0, ...}``) the entry holds the
+    whole container, so it reads as one change rather than one line per element.
+    Keys come in ``before``'s order, and a key only ``after`` has comes where
+    ``after`` puts it: after the nearest common key before it."""
+    out: list[tuple[str, Any, Any]] = []
+
+    def walk(key: str, old: Any, new: Any) -> None:
+        if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+            seq(key, old, new)
+        elif _container(old) and _container(new) and (old or new):
+            cb, ca = _children(old, key), _children(new, key)
+            for k in _merge_order(list(cb), list(ca)):
+                walk(k, cb.get(k, ABSENT), ca.get(k, ABSENT))
         elif not _same(old, new):
-            out.append((k, old, new))
-    return out
+            out.append((key, old, new))
 
+    def seq(key: str, old: Sequence[Any], new: Sequence[Any]) -> None:
+        # Lists are aligned first, so that one element leaving a sorted list shows as
+        # that element removed, not as every later element shifting by one.
+        import difflib
+        ka = [json.dumps(_jsonable(x), sort_keys=True) for x in old]
+        kb = [json.dumps(_jsonable(x), sort_keys=True) for x in new]
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+            if op == "equal":
+                continue
+            if op == "replace" and i2 - i1 == j2 - j1:
+                for i, j in zip(range(i1, i2), range(j1, j2)):
+                    walk(f"{key}[{j}]", old[i], new[j])
+                continue
+            for i in range(i1, i2):
+                out.append((f"{key}[{i}]", old[i], ABSENT))
+            for j in range(j1, j2):
+                out.append((f"{key}[{j}]", ABSENT, new[j]))
 
-def _parents(flat: Mapping[str, Any]) -> set[str]:
-    """Every proper prefix of a flattened key that ends before a ``.`` or ``[``."""
-    out: set[str] = set()
-    for k in flat:
-        for i, c in enumerate(k):
-            if c in ".[" and i:
-                out.add(k[:i])
+    walk("", before, after)
     return out
 
 
@@ -134,29 +159,164 @@ def _same(a: Any, b: Any) -> bool:
     # True == 1 in Python, but a bool turning into an int is a change worth showing.
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
+    if _container(a) or _container(b):
+        return _container(a) and _container(b) and _jsonable(a) == _jsonable(b)
     return a == b
 
 
+# ------------------------------------------------------------------- rendering
+
+SHORT = 40          # a nested value at most this wide is shown inline in a group
+
+
+def width() -> int:
+    """The width output is wrapped to: the terminal's (``COLUMNS`` when set), else
+    100; kept within 60..160 so that lines stay readable."""
+    import shutil
+    return max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))
+
+
+_LITERALS = {"None", "True", "False", "<absent>", "{...}", "[...]"}
+
+
+def _bare(s: str) -> bool:
+    """Can this string be shown without quotes and still not be mistaken for another value?"""
+    if not s or s != s.strip() or s in _LITERALS or not s.isprintable() or s[0] in "'\"":
+        return False
+    try:
+        float(s)
+    except ValueError:
+        return True
+    return False
+
+
 def show_value(v: Any) -> str:
+    """A value as replay prints it: scalars as Python writes them, strings without
+    quotes where that is unambiguous (``OnlinePartition``, ``[0, 2]``), and
+    containers inline: ``{leader: 0, isr: [0, 1]}``."""
     if v is ABSENT:
         return "<absent>"
     if v is NESTED:
         return "{...}"
-    if isinstance(v, list) and not v:
-        return "()"
-    if isinstance(v, dict) and not v:
-        return "{}"
+    if isinstance(v, str):
+        return v if _bare(v) else repr(v)
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}: {show_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(show_value(x) for x in v) + "]"
     return repr(v)
 
 
-def render_changes(changes: Sequence[tuple[str, Any, Any]], indent: str = "  ") -> list[str]:
+def _short(v: Any) -> str:
+    """A container on the old side of a change: inline when short, else elided."""
+    text = show_value(v)
+    if len(text) <= SHORT:
+        return text
+    return "{...}" if isinstance(v, Mapping) else "[...]"
+
+
+def fill(head: str, items: Sequence[str], sep: str, width: int, cont: str) -> list[str]:
+    """``head`` followed by ``items`` joined by ``sep``, wrapped to ``width`` only
+    between items (never inside one); continuation lines start with ``cont``."""
+    lines: list[str] = []
+    cur = head
+    fresh = True                      # nothing after the head / the indent yet
+    for i, item in enumerate(items):
+        piece = item if fresh else sep + item
+        if not fresh and len(cur) + len(piece) > width:
+            lines.append(cur.rstrip())
+            cur, piece = cont, item
+        cur += piece
+        fresh = False
+    lines.append(cur)
+    return lines
+
+
+def _tokens(v: Any) -> list[str]:
+    """``show_value(v)`` cut into pieces that ``fill`` may wrap between: joined
+    with single spaces, they give ``show_value(v)`` back."""
+    if isinstance(v, Mapping) and v:
+        parts = [(f"{k}: ", x) for k, x in v.items()]
+        opening, closing = "{", "}"
+    elif isinstance(v, (list, tuple)) and v:
+        parts = [("", x) for x in v]
+        opening, closing = "[", "]"
+    else:
+        return [show_value(v)]
+    out: list[str] = []
+    for n, (label, x) in enumerate(parts):
+        sub = _tokens(x)
+        sub[0] = label + sub[0]
+        if n < len(parts) - 1:
+            sub[-1] += ","
+        out.extend(sub)
+    out[0] = opening + out[0]
+    out[-1] += closing
+    return out
+
+
+def render_change(key: str, old: Any, new: Any, indent: str = "  ", width_: int | None = None) -> list[str]:
+    """One change as ``key: old -> new``; a container that appears is written
+    inline and wrapped between its elements."""
+    w = width_ or width()
+    if _container(new) and new and not _container(old):
+        return fill(f"{indent}{key}: {show_value(old)} -> ", _tokens(new), " ", w, indent + "    ")
+    old_text = _short(old) if _container(old) and old else show_value(old)
+    return [f"{indent}{key}: {old_text} -> {show_value(new)}"]
+
+
+def render_changes(changes: Sequence[tuple[str, Any, Any]], indent: str = "  ",
+                   width_: int | None = None) -> list[str]:
     if not changes:
         return [f"{indent}(no change)"]
-    return [f"{indent}{k}: {show_value(old)} -> {show_value(new)}" for k, old, new in changes]
+    out: list[str] = []
+    for k, old, new in changes:
+        out.extend(render_change(k, old, new, indent, width_))
+    return out
 
 
-def render_state(view: Mapping[str, Any], indent: str = "  ") -> list[str]:
-    return [f"{indent}{k}: {show_value(v)}" for k, v in flatten(view).items()]
+def render_state(view: Mapping[str, Any], indent: str = "  ", width_: int | None = None) -> list[str]:
+    """A whole state, compactly: scalars at the top level one per line, and every
+    nested record as one line of ``field=value`` pairs (wrapped), split into its
+    sub-records only when it does not fit on a line::
+
+        zk: controller=-1  controller_epoch=0  brokers=[0, 1]  topic=True
+        broker.0: alive=True  controller_epoch_seen=0  partition.0=None
+    """
+    w = width_ or width()
+    lines: list[str] = []
+
+    def pairs(v: Any, key: str) -> list[str]:
+        return [f"{k}={show_value(x)}" for k, x in flatten(v, key).items()]
+
+    def group(path: str, node: Any) -> None:
+        head = f"{indent}{path}: "
+        whole = pairs(node, "")
+        if len(head) + sum(len(p) + 2 for p in whole) - 2 <= w:
+            lines.append(head + "  ".join(whole))
+            return
+        inline: list[str] = []
+        subs: list[tuple[str, Any]] = []
+        for k, v in _children(node, "").items():
+            if _container(v) and v:
+                mine = pairs(v, k)
+                if sum(len(p) + 2 for p in mine) - 2 <= SHORT:
+                    inline.extend(mine)
+                else:
+                    subs.append((f"{path}.{k}" if not k.startswith("[") else f"{path}{k}", v))
+            else:
+                inline.append(f"{k}={show_value(v)}")
+        if inline:
+            lines.extend(fill(head, inline, "  ", w, indent + "    "))
+        for sub_path, v in subs:
+            group(sub_path, v)
+
+    for k, v in _children(view, "").items():
+        if _container(v) and v:
+            group(k, v)
+        else:
+            lines.append(f"{indent}{k}: {show_value(v)}")
+    return lines
 
 
 # ------------------------------------------------------------------ JSON helpers
@@ -216,11 +376,13 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     """Save ``violation``'s path as a JSON trace in ``directory`` and return its path.
 
     The file is named ``<Property>-<label>-<first 8 hex digits of the final
-    fingerprint>.json``, where ``label`` defaults to the preset (``custom`` without one).  An existing file is never overwritten: identical content
-    reuses it, different content gets a ``-2``, ``-3``... suffix.  ``properties``
-    (default ``model.properties()``) is where the property's rationale comes from;
-    ``invariants`` lists the user invariant files the run loaded, so that replay can
-    re-check a user property.
+    fingerprint>.json``, where ``label`` defaults to the preset (``custom`` without
+    one).  An existing file is never overwritten: a file holding this same trace
+    (whatever command line created it) is reused, any other file gets a ``-2``,
+    ``-3``... suffix.  ``properties`` (default ``model.properties()``) is where the
+    property's rationale comes from; ``invariants`` lists the user invariant files
+    the run loaded (stored as absolute paths), so that replay can re-check a user
+    property from any directory.
     """
     if not violation.path:
         raise ValueError(f"violation of {violation.property!r} has no path to save")
@@ -250,10 +412,11 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
         "property": pdoc,
         "engine": engine,
         "created_by": command if command is not None else default_command(),
-        "invariants": [str(p) for p in invariants],
+        "invariants": [os.path.abspath(p) for p in invariants],
         "steps": steps,
     }
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    same = _same_trace(doc)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"{_safe(violation.property)}-{_safe(label or preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
@@ -265,12 +428,26 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
                 f.write(text)
             return path
         except FileExistsError:
-            try:
-                if path.read_text(encoding="utf-8") == text:
-                    return path
-            except (OSError, UnicodeDecodeError):
-                pass
+            if same(path):
+                return path
         n += 1
+
+
+def _same_trace(doc: Mapping[str, Any]) -> Callable[[Path], bool]:
+    """Is the file at a path this trace?  Everything but ``created_by`` must be equal:
+    the same counterexample found by another command line (``--json``, another
+    ``--traces-dir`` spelling) reuses the file instead of piling up copies."""
+    mine = {k: v for k, v in doc.items() if k != "created_by"}
+
+    def same(path: Path) -> bool:
+        try:
+            other = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        return (isinstance(other, dict) and other.get("format") == FORMAT and "created_by" in other
+                and {k: v for k, v in other.items() if k != "created_by"} == mine)
+
+    return same
 
 
 # ----------------------------------------------------------------------- loading
@@ -427,10 +604,12 @@ class ReplayStep:
     view: dict[str, Any]                       # describe() of the re-derived state
     changes: list[tuple[str, Any, Any]]        # vs the previous step (empty for step 0)
 
-    def render(self) -> list[str]:
+    def render(self, width_: int | None = None) -> list[str]:
+        """``step N  Action(...)`` and the changed fields; step 0 shows the whole
+        initial state, compactly."""
         if self.index == 0:
-            return [f"step 0  initial state  [{self.fingerprint}]", *render_state(self.view)]
-        return [f"step {self.index}  {self.action}", *render_changes(self.changes)]
+            return [f"step 0  initial state  [{self.fingerprint}]", *render_state(self.view, width_=width_)]
+        return [f"step {self.index}  {self.action}", *render_changes(self.changes, width_=width_)]
 
 
 @dataclass

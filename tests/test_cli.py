@@ -191,6 +191,12 @@ def test_replay_invalid_json_and_missing_file(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--preset", "smal"], "unknown preset 'smal' (known: broken, crash, deadlock, default, tiny)"),
+    (["--preset", "tinyy"], "unknown preset 'tinyy' (did you mean 'tiny'?)"),
+    (["--set", "n=abc"], "config key 'n' expects an integer in 0..1000, got 'abc'"),
+    (["--set", "toy=glitch", "--set", "n=0"], "invalid configuration for model 'toys': toy=glitch needs n >= 1; "
+                                              "change the values with --set key=value"),
+    (["--max-states", "0"], "argument --max-states: expects a number >= 1, got 0"),
+    (["--model", "nosuchmodel"], "unknown model 'nosuchmodel'"),
     (["--set", "nn=3"], "unknown config key 'nn'"),
     (["--set", "n=5000"], "out of range"),
     (["--set", "toy=nope"], "must be one of diehard"),
@@ -208,7 +214,8 @@ def test_check_bad_input(tmp_path, args, needle):
 def test_bad_model_and_subcommand():
     assert_one_line_error(kmc("check", "--model", "tests.nosuch:FAMILY"), 2, "cannot import module")
     assert_one_line_error(kmc("check", "--model", "tests.toys:NOPE"), 2, "has no attribute 'NOPE'")
-    assert_one_line_error(kmc("frobnicate"), 2, "invalid choice")
+    assert_one_line_error(kmc("frobnicate"), 2, "unknown command 'frobnicate'; choose one of check, replay, list")
+    assert_one_line_error(kmc("chek"), 2, "unknown command 'chek' (did you mean 'check'?)")
     assert_one_line_error(kmc(), 2, "choose a command")
 
 
@@ -279,12 +286,25 @@ def test_existing_traces_are_never_overwritten(tmp_path):
     # Same run again: identical content, the file is reused, not duplicated.
     check(tmp_path, "--preset", "broken", "--quiet")
     assert list(traces.glob("*.json")) == [first]
-    # Same property, preset and final state, but a different command line: new file.
-    r2 = check(tmp_path, "--preset", "broken", "--quiet", "--no-deadlock")
+    # The same counterexample from another command line (--json, another spelling of
+    # --traces-dir) is the same trace: reused too, the first command stays recorded.
+    r2 = kmc("check", *TOYS, "--preset", "broken", "--json", "--traces-dir", "traces", cwd=tmp_path)
     assert r1.returncode == r2.returncode == 1
+    assert json.loads(r2.stdout)["trace_path"] == "traces/" + first.name
+    assert list(traces.glob("*.json")) == [first] and first.read_text() == content
+    # Same property, preset and final state, but a different trace (it records an
+    # invariants file): a new file next to it.
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\nTrue_ = always('Tautology', lambda s: True)\n")
+    r3 = check(tmp_path, "--preset", "broken", "--quiet", "--invariants", inv)
+    assert r3.returncode == 1
     names = {f.name for f in traces.glob("*.json")}
     assert names == {first.name, first.name.replace(".json", "-2.json")}
     assert first.read_text() == content
+    # A user's own file under the trace's name is never touched.
+    first.write_text("my notes")
+    r4 = check(tmp_path, "--preset", "broken", "--quiet")
+    assert first.read_text() == "my notes" and first.name.replace(".json", "-3.json") in r4.stdout
 
 
 # ------------------------------------------------------------------------ list
@@ -293,8 +313,8 @@ def test_list_everything():
     r = kmc("list", *TOYS)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for needle in ("presets (default: default):", "broken", "[solve=true]", "parameters", "n ", "0..1000",
-                   "flags", "terminal", "properties:", "NeverDecreases  always (step)", "actions:",
+    for needle in ("presets (default: default;", "broken", "[solve=true]", "parameters", "n ", "0..1000",
+                   "flags", "terminal", "properties (", "NeverDecreases  always (step)", "actions:",
                    "FillBig", "Deadlock"):
         assert needle in out, needle
 
@@ -302,7 +322,7 @@ def test_list_everything():
 def test_list_sections():
     r = kmc("list", "flags", *TOYS)
     assert r.returncode == 0 and "solve" in r.stdout and "presets" not in r.stdout
-    assert_one_line_error(kmc("list", "bogus", *TOYS), 2, "invalid choice")
+    assert_one_line_error(kmc("list", "bogus", *TOYS), 2, "unknown choice 'bogus'; choose one of presets")
 
 
 def test_help_documents_exit_codes():
@@ -338,3 +358,124 @@ def test_models_found_through_entry_points(tmp_path):
     if "kafka" not in run("list", "models").stdout:  # kmc itself is not installed here
         r = run("check", "--preset", "tiny", "--quiet")
         assert r.returncode == 0 and "verdict: OK" in r.stdout
+
+
+# ------------------------------------------------------- errors found by a user
+
+def test_toml_with_unknown_key(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('preset = "tiny"\n[config]\nnn = 3\n')
+    line = assert_one_line_error(check(tmp_path, "--config", f), 2, "unknown config key 'nn' (did you mean 'n'?)")
+    assert str(f) in line
+
+
+def test_user_invariant_that_raises_is_the_users_error(tmp_path):
+    """A typo in a user's predicate is bad input (exit 2) naming the file and line,
+    not a model that broke its contract (exit 3)."""
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\n\n"
+                   "Typo = always('Typo', lambda s: s.no_such_field < 4, 'a typo')\n")
+    line = assert_one_line_error(check(tmp_path, "--invariants", inv, "--quiet"), 2,
+                                 f"property 'Typo' in invariants file '{inv}' line 3 raised AttributeError")
+    assert "at depth 0" in line and "fix the predicate" in line
+    # The model's own bugs are still exit 3, with an invariants file loaded too.
+    inv.write_text("from checker.model import always\nFine = always('Fine', lambda s: True, 'holds')\n")
+    assert_one_line_error(check(tmp_path, "--preset", "crash", "--invariants", inv, "--quiet"), 3,
+                          "ZeroDivisionError")
+
+
+def test_property_declared_only_by_other_presets(tmp_path):
+    line = assert_one_line_error(check(tmp_path, "--preset", "tiny", "--property", "BigNot4"), 2,
+                                 "property 'BigNot4' is not declared by this configuration (preset tiny)")
+    assert "presets that declare it: broken" in line
+    line = assert_one_line_error(check(tmp_path, "--preset", "tiny", "--set", "n=3", "--property", "OffGrid"), 2,
+                                 "(preset tiny with your overrides); no preset declares it")
+
+
+def test_traces_dir_problems_fail_before_the_search(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("")
+    r = kmc("check", *TOYS, "--preset", "broken", "--traces-dir", f)
+    assert_one_line_error(r, 2, f"--traces-dir '{f}' is a file, not a directory")
+    assert r.stdout == ""  # nothing was explored
+    r = kmc("check", *TOYS, "--preset", "broken", "--traces-dir", f / "sub")
+    assert_one_line_error(r, 2, f"cannot create --traces-dir '{f / 'sub'}': '{f}' is not a directory")
+
+
+def test_replay_unknown_family_prints_nothing_first(tmp_path, broken):
+    p = tampered(tmp_path, broken[2], lambda d: d["model"].__setitem__("family", "tests.nosuch:FAMILY"))
+    r = kmc("replay", p)
+    assert_one_line_error(r, 2, f"trace file '{p}' names model family 'tests.nosuch:FAMILY': cannot import module")
+    assert r.stdout == ""
+    p = tampered(tmp_path, broken[2], lambda d: d["model"].__setitem__("family", "nosuch"))
+    assert_one_line_error(kmc("replay", p), 2, "names model family 'nosuch': unknown model 'nosuch'")
+    # --model names a family that is there.
+    r = kmc("replay", p, "--model", "tests.toys:FAMILY")
+    assert r.returncode == 0, r.stderr
+
+
+def test_list_with_a_bad_model_prints_nothing_first():
+    r = kmc("list", "--model", "tests.toys:NOPE")
+    assert_one_line_error(r, 2, "has no attribute 'NOPE'")
+    assert r.stdout == ""
+
+
+def test_list_wraps_and_says_which_presets_declare_a_property():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
+    r = subprocess.run([sys.executable, "-m", "checker", "list", *TOYS], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # Every line fits, but for the one row whose (32+ wide) range cell overflows.
+    assert [line for line in r.stdout.splitlines() if len(line) > 80] == [
+        line for line in r.stdout.splitlines() if line.startswith("  toy       str in {")], r.stdout
+    assert "BigNot4" in r.stdout and "[declared in presets: broken]" in r.stdout.replace("\n" + " " * 33, " ")
+
+
+def test_violation_report_is_readable(tmp_path):
+    r = check(tmp_path, "--preset", "broken")
+    assert r.returncode == 1
+    block = r.stdout[r.stdout.index("VIOLATED: BigNot4"):]
+    lines = block.splitlines()
+    assert lines[1] == "  does not hold in the state after step 6: BigToSmall()"
+    assert lines[2] == "  rationale: false: its counterexample solves the puzzle"
+    assert lines[3].startswith("  trace: 7 states, 6 actions, saved to ") and lines[4].startswith("  replay it: ")
+    assert block.count("its counterexample solves the puzzle") == 1  # the rationale is not repeated
+    r = check(tmp_path, "--set", "toy=glitch", "--set", "n=4", "--quiet")
+    assert "  broken by step 3: Glitch(by=-1)\n" in r.stdout
+
+
+def test_properties_line_counts_the_filter(tmp_path):
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\nSmall = always('Small', lambda s: s.small <= 3, 'fits')\n")
+    r = check(tmp_path, "--invariants", inv, "--property", "Small")
+    assert r.returncode == 0, r.stderr
+    assert "properties: 1 of 3 (--property); 1 from --invariants; deadlock check off" in r.stdout
+
+
+def test_replay_step_shows_the_state_there(broken):
+    r = kmc("replay", broken[2], "--step", "2")
+    assert r.returncode == 0, r.stderr
+    assert "state at step 2  [0x" in r.stdout
+    after = r.stdout[r.stdout.index("state at step 2"):]
+    assert "  small: " in after and "  big: " in after
+
+
+def test_replay_finds_user_invariants_from_another_directory(tmp_path):
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\n"
+                   "SmallNot2 = always('SmallNot2', lambda s: s.small != 2, 'the small jug never holds 2')\n")
+    r = kmc("check", *TOYS, "--invariants", "inv.py", "--quiet", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (trace,) = (tmp_path / "traces").glob("*.json")
+    assert json.loads(trace.read_text())["invariants"] == [str(inv)]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = kmc("replay", trace, cwd=elsewhere)
+    assert r.returncode == 0 and "'SmallNot2' is still violated" in r.stdout, r.stdout
+    # Moved away: replay says so, and --invariants points at the file.
+    moved = tmp_path / "moved.py"
+    inv.rename(moved)
+    r = kmc("replay", trace, cwd=elsewhere)
+    assert r.returncode == 0 and "warning: property 'SmallNot2' not re-checked" in r.stdout
+    r = kmc("replay", trace, "--invariants", moved, cwd=elsewhere)
+    assert r.returncode == 0 and "'SmallNot2' is still violated" in r.stdout, r.stdout

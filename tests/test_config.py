@@ -75,8 +75,8 @@ def test_unknown_key_suggests():
 def test_unknown_preset_lists_known():
     with pytest.raises(UsageError) as e:
         resolve(F, "smal", {})
-    assert str(e.value) == ("unknown preset 'smal' (known: bad, default, ghost, small); "
-                            "pick one with --preset NAME")
+    assert str(e.value) == ("unknown preset 'smal' (did you mean 'small'?) (known: bad, default, ghost, small); "
+                            "pick one with --preset NAME (see kmc list presets)")
 
 
 def test_broken_preset_is_a_model_error():

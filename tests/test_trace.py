@@ -12,8 +12,8 @@ from checker.config import resolve
 from checker.errors import UsageError
 from checker.model import Action, Model, ModelFamily, Parameter, Preset, action, always
 from checker.result import VIOLATED
-from checker.trace import (ABSENT, FORMAT_VERSION, NESTED, diff, flatten, load_trace, render_changes, replay,
-                           write_trace)
+from checker.trace import (ABSENT, FORMAT_VERSION, diff, flatten, load_trace, render_change, render_changes,
+                           render_state, replay, show_value, write_trace)
 from tests.toys import FAMILY
 
 
@@ -71,11 +71,11 @@ def violated(family, preset, overrides=None, **kw):
     return model, cfg, result.violations[0]
 
 
-def save(tmp_path, family_ref="moves", preset="default", overrides=None, **kw):
+def save(tmp_path, family_ref="moves", preset="default", overrides=None, command="kmc check test", **kw):
     family = FAMILIES[family_ref]
     model, cfg, v = violated(family, preset, overrides)
     return write_trace(tmp_path, family_ref=family_ref, model=model, config=cfg, preset=preset,
-                       violation=v, command="kmc check test", **kw)
+                       violation=v, command=command, **kw)
 
 
 # ---------------------------------------------------------------------- diff
@@ -92,12 +92,65 @@ def test_flatten_and_diff():
     assert diff({"a": 1}, {"a": True}) == [("a", 1, True)]  # True == 1, but it is a change
     assert render_changes(diff(before, after))[0] == "  zk.partition[0].leader: 1 -> 2"
     assert render_changes([]) == ["  (no change)"]
-    # A value that becomes a container (and back), and new keys placed where they belong.
+    # A value that becomes a container (and back) is one change, shown inline.
     grown = diff({"p": None, "z": 1}, {"p": {"leader": 0, "isr": [0]}, "z": 1})
-    assert grown == [("p", None, NESTED), ("p.leader", ABSENT, 0), ("p.isr[0]", ABSENT, 0)]
-    assert render_changes(grown)[0] == "  p: None -> {...}"
-    assert diff({"p": {"leader": 0}}, {"p": None}) == [("p.leader", 0, ABSENT), ("p", NESTED, None)]
+    assert grown == [("p", None, {"leader": 0, "isr": [0]})]
+    assert render_changes(grown) == ["  p: None -> {leader: 0, isr: [0]}"]
+    assert diff({"p": {"leader": 0}}, {"p": None}) == [("p", {"leader": 0}, None)]
+    assert render_changes(diff({"p": {"leader": 0}}, {"p": None})) == ["  p: {leader: 0} -> None"]
+    # New keys are placed where they belong.
     assert [k for k, _, _ in diff({"a": 1, "c": 1}, {"a": 2, "b": 1, "c": 2})] == ["a", "b", "c"]
+
+
+def test_diff_aligns_lists():
+    # One element leaving a sorted list is that element removed, not a shift of the rest.
+    assert diff({"isr": [0, 1, 2]}, {"isr": [0, 2]}) == [("isr[1]", 1, ABSENT)]
+    assert diff({"isr": [0, 2]}, {"isr": [0, 1, 2]}) == [("isr[1]", ABSENT, 1)]
+    # Elements replaced in place are still compared field by field.
+    assert diff({"p": [{"leader": 0, "epoch": 1}]}, {"p": [{"leader": 1, "epoch": 1}]}) == [("p[0].leader", 0, 1)]
+    # A container appearing under a new key is one change, not one per element.
+    assert diff({"b": {}}, {"b": {"ctx": {"epoch": 1, "live": [0]}}}) == [("b.ctx", ABSENT, {"epoch": 1, "live": [0]})]
+    assert diff({"x": (1, 2)}, {"x": [1, 2]}) == []  # a tuple and its JSON list are the same value
+
+
+def test_show_value_is_readable_and_unambiguous():
+    assert show_value("OnlinePartition") == "OnlinePartition" and show_value("[0, 2]") == "[0, 2]"
+    # Strings that would read as another value keep their quotes.
+    for s in ("", "None", "True", "3", "-1", "0.5", " x", "a\nb", "'q'"):
+        assert show_value(s) == repr(s), s
+    assert show_value(None) == "None" and show_value(False) == "False" and show_value(ABSENT) == "<absent>"
+    assert show_value({"leader": 0, "isr": (0, 1), "s": "x"}) == "{leader: 0, isr: [0, 1], s: x}"
+    assert show_value([]) == "[]" and show_value({}) == "{}"
+
+
+def test_render_change_wraps_a_new_container_between_elements():
+    new = {"epoch": 1, "live": "[0, 1]", "partition": {"0": None, "1": None},
+           "replica_state": {"0.0": "OnlineReplica", "0.1": "OnlineReplica"}}
+    lines = render_change("broker.0.controller", ABSENT, new, width_=64)
+    assert lines == ["  broker.0.controller: <absent> -> {epoch: 1, live: [0, 1],",
+                     "      partition: {0: None, 1: None},",
+                     "      replica_state: {0.0: OnlineReplica, 0.1: OnlineReplica}}"]
+    assert " ".join(x.strip() for x in lines).endswith(show_value(new))
+    # The old side of a container that goes away is elided when long.
+    assert render_change("c", new, ABSENT) == ["  c: {...} -> <absent>"]
+    assert render_change("p", {"leader": 0}, None) == ["  p: {leader: 0} -> None"]
+
+
+def test_render_state_groups_records():
+    view = {"zk": {"controller": -1, "epoch": 0, "brokers": "[0, 1]", "partition": {"0": None}},
+            "broker": {"0": {"alive": True, "partition": {"0": None}, "in_flight": {}},
+                       "1": {"alive": False, "partition": {"0": None}, "in_flight": {}}},
+            "budget": {f"fault_{i}": i for i in range(8)},
+            "round": 3}
+    lines = render_state(view, width_=72)
+    assert lines[0] == "  zk: controller=-1  epoch=0  brokers=[0, 1]  partition.0=None"
+    assert lines[1] == "  broker.0: alive=True  partition.0=None  in_flight={}"
+    assert lines[2] == "  broker.1: alive=False  partition.0=None  in_flight={}"
+    assert lines[3].startswith("  budget: fault_0=0  fault_1=1") and lines[4].startswith("      fault_")
+    assert all(len(line) <= 72 for line in lines)
+    assert lines[-1] == "  round: 3"
+    # A small state stays one field per line.
+    assert render_state({"small": 0, "big": 5}) == ["  small: 0", "  big: 5"]
 
 
 # ----------------------------------------------------------------- write/load
@@ -121,6 +174,18 @@ def test_write_and_load_roundtrip(tmp_path):
     assert trace.steps[1].action == action("Move", span=(0, 1), note=None)  # lists become tuples again
     assert isinstance(trace.steps[1].action, Action)
     assert len(trace.steps) == 4 and trace.property_name == "NotBad"
+
+
+def test_same_trace_from_another_command_is_reused(tmp_path):
+    first = save(tmp_path, command="kmc check --preset default")
+    again = save(tmp_path, command="kmc check --preset default --json --traces-dir ./x")
+    assert again == first and json.loads(first.read_text())["created_by"] == "kmc check --preset default"
+
+
+def test_invariants_are_recorded_as_absolute_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = save(tmp_path / "traces", invariants=["inv.py"])
+    assert json.loads(path.read_text())["invariants"] == [str(tmp_path / "inv.py")]
 
 
 def test_never_overwrites(tmp_path):
