@@ -251,6 +251,10 @@ def _config_line(config: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={_show(v)}" for k, v in config.items()) or "(no parameters)"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _width() -> int:
     from checker.trace import width
     return width()
@@ -275,12 +279,17 @@ def _config_text(head: str, config: Mapping[str, Any]) -> str:
 
 def _resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
     preset = args.preset or (file_cfg.preset if file_cfg else None) or family.default_preset
-    file_values = file_cfg.values if file_cfg else {}
-    if file_values:
+    if args.preset is None and file_cfg is not None and file_cfg.preset is not None:
         try:
-            resolve(family, preset, file_values)
+            resolve(family, preset, {})
         except UsageError as e:
-            raise UsageError(f"config file '{file_cfg.path}': {e}") from None
+            raise UsageError(f"{file_cfg.where('preset')}: {e}") from None
+    file_values = file_cfg.values if file_cfg else {}
+    for key, value in file_values.items():  # one at a time, to name the line
+        try:
+            resolve(family, preset, {key: value}, style="toml")
+        except UsageError as e:
+            raise UsageError(f"{file_cfg.where(key)}: {e}") from None
     overrides = {**file_values, **parse_set(args.set)}
     return preset, resolve(family, preset, overrides)
 
@@ -340,7 +349,12 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
-    family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    try:
+        family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    except UsageError as e:
+        if args.model is None and file_cfg is not None and file_cfg.model is not None:
+            raise UsageError(f"{file_cfg.where('model')}: {e}") from None
+        raise
     preset, config = _resolve_config(args, family, file_cfg)
     model = _build(family, config)
     model_props = _model_properties(model)
@@ -394,7 +408,12 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         items[-1] = items[-1].rstrip(",")
         print("\n".join(fill("actions: ", items, " ", _width(), "         ")), file=out)
     for name, depth in sorted(st.witnesses.items()):
-        missed = "NOT reached" if st.complete else "not reached before the search stopped"
+        if st.complete:
+            missed = "NOT reached"
+        elif result.violations and not args.keep_going:
+            missed = "not reached before the first violation stopped the search (--continue goes on)"
+        else:
+            missed = "not reached within the bounds"
         print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else missed), file=out)
 
     rationale = {p.name: p for p in props}
@@ -420,7 +439,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             except Exception as e:  # noqa: BLE001 - describe() is model code
                 raise ModelError(f"saving the trace of {v.property}: {model.name}.describe() raised {_exc(e)}") from e
             trace_paths.append(str(path))
-            print(f"  trace: {len(v.path)} states, {len(v.path) - 1} actions, saved to {path}", file=out)
+            print(f"  trace: {_count(len(v.path), 'state')}, {_count(len(v.path) - 1, 'action')}, "
+                  f"saved to {path}", file=out)
             print(f"  replay it: kmc replay {shlex.quote(str(path))}", file=out)
             per_violation[id(v)] = str(path)
         elif v.kind == SOMETIMES and not v.message:
@@ -432,7 +452,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
               f"{' and every witness was reached' if st.witnesses else ''}", file=out)
     elif result.verdict == BOUNDED:
         print(f"verdict: BOUNDED: no violation within the bounds; the search was not exhaustive "
-              f"({st.distinct} states, depth {st.depth})", file=out)
+              f"({_count(st.distinct, 'state')}, depth {st.depth})", file=out)
     else:
         names = ", ".join(dict.fromkeys(v.property for v in result.violations))
         print(f"verdict: VIOLATED: {names}", file=out)
@@ -513,21 +533,24 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     print(f"  model:     {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
           f"preset {trace.preset or '-'}")
     print(_config_text("  config:    ", trace.config))
-    print(f"  trace:     {last + 1} states (steps 0..{last}), {last} actions")
+    print(f"  trace:     {_count(last + 1, 'state')} (steps 0..{last}), {_count(last, 'action')}")
     print(f"  created:   {trace.created_by}")
     print()
     try:
         res = replay(trace, resolver, stop_at=args.step, property_loader=lambda paths: load_all(invariants))
     except ModelError as e:
         raise _user_property_error(e, invariants) or e
+    shown = 0
     for step in res.steps:
         if not res.fits and step.index == res.failed_step:
             break
         print("\n".join(step.render()))
+        shown += 1
     for w in res.warnings:
         print(f"warning: {w}")
     if not res.fits:
-        print()
+        if shown or res.warnings:
+            print()
         print(f"MISMATCH: {res.reason}")
         if res.mismatch:
             print("  recorded -> re-derived:")

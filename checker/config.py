@@ -19,6 +19,7 @@ allowed and how to fix it.
 from __future__ import annotations
 
 import difflib
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,9 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def _example(p: Parameter) -> str:
-    """A valid ``--set`` example for a parameter, used in the fix part of messages."""
+def _example(p: Parameter, style: str = "set") -> str:
+    """A valid example for a parameter, used in the fix part of messages: a
+    ``--set`` flag, or (``style="toml"``) a line of a TOML config file."""
     if p.choices:
         v = p.choices[0]
     elif p.type is bool:
@@ -73,12 +75,17 @@ def _example(p: Parameter) -> str:
             v = p.maximum
     else:
         v = p.default
+    if style == "toml":
+        if isinstance(v, str):
+            return f"{p.name} = {json.dumps(v)}"
+        return f"{p.name} = {_show(v)}"
     return f"--set {p.name}={_show(v)}"
 
 
-def coerce(p: Parameter, value: Any) -> Any:
+def coerce(p: Parameter, value: Any, style: str = "set") -> Any:
     """Convert ``value`` (a string from ``--set`` or a TOML scalar) to ``p``'s type
-    and check it against ``p``'s choices and range; ``UsageError`` otherwise."""
+    and check it against ``p``'s choices and range; ``UsageError`` otherwise, whose
+    example fix is a ``--set`` flag or (``style="toml"``) a TOML line."""
     kind = p.type
     shown = repr(value) if isinstance(value, str) else _show(value)
     if kind is bool:
@@ -91,7 +98,7 @@ def coerce(p: Parameter, value: Any) -> Any:
         else:
             raise UsageError(
                 f"config key {p.name!r} expects a boolean (true/false, 1/0, yes/no, on/off), "
-                f"got {shown}; e.g. {_example(p)}")
+                f"got {shown}; e.g. {_example(p, style)}")
     elif kind is int:
         if isinstance(value, bool):
             v = None
@@ -110,7 +117,7 @@ def coerce(p: Parameter, value: Any) -> Any:
             rng = _range_text(p)
             raise UsageError(
                 f"config key {p.name!r} expects an integer{' in ' + rng if rng else ''}, "
-                f"got {shown}; e.g. {_example(p)}")
+                f"got {shown}; e.g. {_example(p, style)}")
     elif kind is float:
         if isinstance(value, bool):
             v = None
@@ -124,10 +131,10 @@ def coerce(p: Parameter, value: Any) -> Any:
         else:
             v = None
         if v is None:
-            raise UsageError(f"config key {p.name!r} expects a number, got {shown}; e.g. {_example(p)}")
+            raise UsageError(f"config key {p.name!r} expects a number, got {shown}; e.g. {_example(p, style)}")
     elif kind is str:
         if not isinstance(value, str):
-            raise UsageError(f"config key {p.name!r} expects a string, got {shown}; e.g. {_example(p)}")
+            raise UsageError(f"config key {p.name!r} expects a string, got {shown}; e.g. {_example(p, style)}")
         v = value
     else:
         # A parameter whose default is None or of another type: match the choices
@@ -140,14 +147,14 @@ def coerce(p: Parameter, value: Any) -> Any:
                     break
     if p.choices is not None and v not in p.choices:
         raise UsageError(
-            f"config key {p.name!r} must be {_range_text(p)}, got {shown}; e.g. {_example(p)}")
+            f"config key {p.name!r} must be {_range_text(p)}, got {shown}; e.g. {_example(p, style)}")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         low_bad = p.minimum is not None and v < p.minimum
         high_bad = p.maximum is not None and v > p.maximum
         if low_bad or high_bad:
             raise UsageError(
                 f"config key {p.name!r} = {_show(v)} is out of range (allowed: {_range_text(p)}); "
-                f"pick a value in range, e.g. {_example(p)}")
+                f"pick a value in range, e.g. {_example(p, style)}")
     return v
 
 
@@ -158,13 +165,14 @@ def _unknown_key(family: Any, key: str) -> UsageError:
         f" (see kmc list parameters)")
 
 
-def resolve(family: Any, preset: str | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def resolve(family: Any, preset: str | None, overrides: Mapping[str, Any], *, style: str = "set") -> dict[str, Any]:
     """The full configuration: defaults, then ``preset``'s overrides, then ``overrides``.
 
     ``preset=None`` applies no preset.  The result has every parameter, in the
     family's declaration order.  Raises ``UsageError`` for an unknown preset or key
     or a bad value; ``ModelError`` when the family's own preset is inconsistent with
-    its parameters.
+    its parameters.  ``style`` picks how the fix in a message is written: ``"set"``
+    (``--set key=value``) or ``"toml"`` (``key = value``, for a config file).
     """
     params: Mapping[str, Parameter] = family.parameters
     config = {name: p.default for name, p in params.items()}
@@ -186,7 +194,7 @@ def resolve(family: Any, preset: str | None, overrides: Mapping[str, Any]) -> di
     for key, value in overrides.items():
         if key not in params:
             raise _unknown_key(family, key)
-        config[key] = coerce(params[key], value)
+        config[key] = coerce(params[key], value, style)
     return config
 
 
@@ -210,6 +218,12 @@ class ConfigFile:
     preset: str | None = None
     model: str | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)   # key (or "preset", "model") -> line number
+
+    def where(self, key: str) -> str:
+        """``config file 'c.toml' line 3`` (without the line when it is not known)."""
+        n = self.lines.get(key)
+        return f"config file '{self.path}'" + (f" line {n}" if n else "")
 
 
 _SCALARS = (bool, int, float, str)
@@ -236,14 +250,18 @@ def load_config_file(path: str | Path) -> ConfigFile:
         raise UsageError(f"config file '{path}' is not valid TOML: {e}; fix the syntax (see https://toml.io)") from None
     out = ConfigFile(path=str(path))
 
-    def line_of(key: str) -> str:
+    def line_no(key: str) -> int | None:
         for n, line in enumerate(text.splitlines(), 1):
             s = line.strip()
             if s.startswith(key) and s[len(key):].lstrip().startswith(("=", ".")):
-                return f" (line {n})"
+                return n
             if s in (f"[{key}]", f"[[{key}]]") or s.startswith(f"[{key}."):
-                return f" (line {n})"
-        return ""
+                return n
+        return None
+
+    def line_of(key: str) -> str:
+        n = line_no(key)
+        return f" (line {n})" if n else ""
 
     for meta in ("preset", "model"):
         if meta in data:
@@ -253,6 +271,9 @@ def load_config_file(path: str | Path) -> ConfigFile:
                     f"config file '{path}'{line_of(meta)}: {meta} must be a non-empty string, got {v!r}; "
                     f'write e.g. {meta} = "{"default" if meta == "preset" else "kafka"}"')
             setattr(out, meta, v)
+            n = line_no(meta)
+            if n:
+                out.lines[meta] = n
     table = data.pop("config", None)
     if table is not None and not isinstance(table, dict):
         raise UsageError(
@@ -270,6 +291,9 @@ def load_config_file(path: str | Path) -> ConfigFile:
                 raise UsageError(
                     f"config file '{path}'{line_of(key)}: {key} is set both at top level and in [config]; keep one")
             out.values[key] = value
+            n = line_no(key)
+            if n:
+                out.lines[key] = n
     return out
 
 

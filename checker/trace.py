@@ -423,14 +423,38 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     n = 1
     while True:
         path = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
-        try:
-            with open(path, "x", encoding="utf-8") as f:
-                f.write(text)
+        if not path.exists() and _publish(directory, path, text):
             return path
-        except FileExistsError:
-            if same(path):
-                return path
+        if same(path):
+            return path
         n += 1
+
+
+def _publish(directory: Path, path: Path, text: str) -> bool:
+    """Create ``path`` with ``text``, complete or not at all (a concurrent run never
+    reads half a trace); False if ``path`` exists already."""
+    import secrets
+    tmp = directory / f".kmc-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:  # mode from the umask, like any file
+            f.write(text)
+        try:
+            os.link(tmp, path)        # atomic, and fails if path exists
+            return True
+        except FileExistsError:
+            return False
+        except OSError:               # a file system without hard links
+            try:
+                with open(path, "x", encoding="utf-8") as f:
+                    f.write(text)
+                return True
+            except FileExistsError:
+                return False
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def _same_trace(doc: Mapping[str, Any]) -> Callable[[Path], bool]:

@@ -479,3 +479,22 @@ def test_replay_finds_user_invariants_from_another_directory(tmp_path):
     assert r.returncode == 0 and "warning: property 'SmallNot2' not re-checked" in r.stdout
     r = kmc("replay", trace, "--invariants", moved, cwd=elsewhere)
     assert r.returncode == 0 and "'SmallNot2' is still violated" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('preset = "tiny"\nn = "three"\n', "line 2: config key 'n' expects an integer in 0..1000, got 'three'; e.g. n = 3"),
+    ('# mine\npreset = "tinyy"\n', "line 2: unknown preset 'tinyy' (did you mean 'tiny'?)"),
+    ('[config]\ntoy = "glitch"\nn = 0\n', "invalid configuration for model 'toys': toy=glitch needs n >= 1"),
+])
+def test_config_file_errors_name_the_file_and_line(tmp_path, text, needle):
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    line = assert_one_line_error(check(tmp_path, "--config", f), 2, needle)
+    if "line" in needle:
+        assert f"config file '{f}' line" in line
+
+
+def test_config_file_model_names_the_file(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('model = "tests.nosuch:FAMILY"\n')
+    assert_one_line_error(kmc("check", "--config", f), 2, f"config file '{f}' line 1: cannot import module")

@@ -128,3 +128,23 @@ def test_load_toml_errors(tmp_path, text, needle):
 def test_load_toml_missing_file(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
         load_toml(tmp_path / "nope.toml")
+
+
+def test_toml_style_fixes():
+    """A bad value read from a config file suggests a TOML line, not a --set flag."""
+    with pytest.raises(UsageError, match=r"e\.g\. brokers = 3$"):
+        resolve(F, None, {"brokers": "three"}, style="toml")
+    with pytest.raises(UsageError, match=r'e\.g\. mode = "zk"$'):
+        resolve(F, None, {"mode": "etcd"}, style="toml")
+    with pytest.raises(UsageError, match=r"e\.g\. unclean = true$"):
+        coerce(F.parameters["unclean"], "maybe", "toml")
+    with pytest.raises(UsageError, match=r"e\.g\. --set brokers=3$"):
+        resolve(F, None, {"brokers": "three"})
+
+
+def test_config_file_records_lines(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('# comment\npreset = "small"\n\n[config]\nunclean = true\nbrokers = 2\n')
+    cf = load_config_file(f)
+    assert cf.lines == {"preset": 2, "unclean": 5, "brokers": 6}
+    assert cf.where("brokers") == f"config file '{f}' line 6" and cf.where("nope") == f"config file '{f}'"

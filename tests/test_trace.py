@@ -182,6 +182,20 @@ def test_same_trace_from_another_command_is_reused(tmp_path):
     assert again == first and json.loads(first.read_text())["created_by"] == "kmc check --preset default"
 
 
+def test_concurrent_writers_share_one_complete_file(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    family = FAMILIES["moves"]
+    model, cfg, v = violated(family, "default")
+
+    def write(i):
+        return write_trace(tmp_path, family_ref="moves", model=model, config=cfg, preset="default",
+                           violation=v, command=f"kmc check run {i}")
+
+    with ThreadPoolExecutor(8) as pool:
+        paths = set(pool.map(write, range(16)))
+    assert len(paths) == 1 and [p.name for p in tmp_path.iterdir()] == [paths.pop().name]
+
+
 def test_invariants_are_recorded_as_absolute_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = save(tmp_path / "traces", invariants=["inv.py"])
