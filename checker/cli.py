@@ -407,14 +407,18 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         items = [f"{k}={v}," for k, v in sorted(st.action_counts.items())]
         items[-1] = items[-1].rstrip(",")
         print("\n".join(fill("actions: ", items, " ", _width(), "         ")), file=out)
+    unreached = []
     for name, depth in sorted(st.witnesses.items()):
-        if st.complete:
-            missed = "NOT reached"
-        elif result.violations and not args.keep_going:
-            missed = "not reached before the first violation stopped the search (--continue goes on)"
+        if depth is not None:
+            print(f"witness {name}: reached at depth {depth}", file=out)
+        elif st.complete:
+            print(f"witness {name}: NOT reached", file=out)
         else:
-            missed = "not reached within the bounds"
-        print(f"witness {name}: " + (f"reached at depth {depth}" if depth is not None else missed), file=out)
+            unreached.append(name)
+    if unreached:
+        why = ("the first violation stopped the search; --continue goes on"
+               if result.violations and not args.keep_going else "the search stopped at the bounds")
+        print(_para("", f"witnesses not reached yet ({why}): {', '.join(unreached)}", 4), file=out)
 
     rationale = {p.name: p for p in props}
     label = f"{preset}-custom" if custom else preset

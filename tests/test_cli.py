@@ -498,3 +498,10 @@ def test_config_file_model_names_the_file(tmp_path):
     f = tmp_path / "c.toml"
     f.write_text('model = "tests.nosuch:FAMILY"\n')
     assert_one_line_error(kmc("check", "--config", f), 2, f"config file '{f}' line 1: cannot import module")
+
+
+def test_unreached_witnesses_are_summed_up_with_the_reason(tmp_path):
+    r = check(tmp_path, "--preset", "tiny", "--max-depth", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "witnesses not reached yet (the search stopped at the bounds): ReachCorner" in r.stdout
+    assert "(1 state," not in r.stdout and "states, depth 1)" in r.stdout
