@@ -1,0 +1,808 @@
+"""The Spark engine: level-synchronous breadth-first search with the frontier and
+the visited set partitioned across Spark executors by state fingerprint.
+
+It returns what ``checker.bfs.check`` returns for the same model and arguments:
+the same distinct and generated counts, depth, action counts, witnesses, verdict
+and the same shortest counterexample (the same action sequence), whatever the
+number of partitions or executors.  How:
+
+- Partition ``p`` owns the states whose fingerprint is ``p`` modulo the number of
+  partitions (our own partitioner; PySpark's portable_hash is never used).  Its
+  visited set and parent links are numpy arrays kept in Spark's block manager (18
+  bytes per state), with the frontier of the current level (see
+  ``checker.spark.tasks`` for the layout).
+- One Spark job per level.  Map side: every partition expands its frontier,
+  checks step properties and deadlocks, deduplicates the successors it produced
+  and buckets them by destination.  Reduce side: every partition merges what it
+  received with its own visited set (a partitioner-aware union, so the visited set
+  never moves), keeps the smallest order key of each new state, checks state
+  properties and witnesses on the new states, and keeps them as its next frontier.
+  The driver receives per-partition counters only.
+- The order key of a state is its path of action indices; the local engine visits
+  a level in exactly the order of these keys, so "the first event the local engine
+  meets" is the event with the smallest key (``tasks`` module docstring).  When a
+  level holds the event that stops the search (first violation, ``max_states``),
+  the engine counts that level again up to that event: the counts of a stopped
+  search are those of the local engine at the same point.
+- Counterexamples are rebuilt from the parent links (a few look-ups, on the
+  partitions that hold them), then re-derived by replaying the model on the
+  driver, fingerprint by fingerprint, like the local engine does.
+- The initial states are handled on the driver by checker.bfs's own code; the
+  contract checks and every error message come from checker.bfs too.
+
+A model error found on an executor is re-derived on the driver (the state is
+rebuilt from the parent links and the failing call made again) so that it is
+raised with its original exception chained, as the local engine raises it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Sequence, TextIO
+
+import numpy as np
+
+from checker import bfs
+from checker.errors import ModelError, UsageError
+from checker.fingerprint import format_fingerprint
+from checker.model import ALWAYS, SOMETIMES, Model, Property
+from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
+from checker.spark import tasks
+from checker.spark.tasks import (KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, TAG_PART,
+                                 ident)
+
+__all__ = ["check", "SparkCheckResult"]
+
+_PACK = struct.Struct(">H").pack
+DEADLOCK_MESSAGE = "no action is enabled in the last state and model.is_terminal() is False"
+
+
+@dataclass
+class SparkCheckResult(CheckResult):
+    """A CheckResult plus what the Spark engine measured: ``engine`` holds master,
+    partitions, per-level records, executor peak memory, visited-set bytes."""
+
+    engine: dict = field(default_factory=dict)
+
+
+def check(
+    model: Model,
+    *,
+    properties: Sequence[Property] | None = None,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    keep_going: bool = False,
+    check_deadlock: bool = True,
+    progress: TextIO | None = None,
+    progress_interval: float = 2.0,
+    sc: Any = None,
+    master: str | None = None,
+    partitions: int | None = None,
+    checkpoint: str | None = None,
+    resume: str | None = None,
+) -> SparkCheckResult:
+    """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
+
+    ``sc``: a SparkContext to run on (else the active one, else a new one on
+    ``master``, default ``local[*]``); ``partitions``: how many partitions the
+    state space is cut into (default: the context's default parallelism);
+    ``checkpoint``: a directory (local path or Hadoop URL) where every finished
+    level is saved; ``resume``: a directory written by ``checkpoint`` to go on from.
+    """
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
+        raise UsageError(f"max_depth must be a non-negative integer, not {max_depth!r}")
+    if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1):
+        raise UsageError(f"max_states must be a positive integer, not {max_states!r}")
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise UsageError(f"partitions must be a positive integer, not {partitions!r}")
+    props = list(model.properties() if properties is None else properties)
+    run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
+    return run.execute(sc, master, partitions, checkpoint, resume)
+
+
+# ---------------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(self, model, props, max_depth, max_states, keep_going, check_deadlock, progress, interval):
+        self.model = model
+        self.props = props
+        self.max_depth = max_depth
+        self.max_states = max_states
+        self.keep_going = keep_going
+        self.check_deadlock = check_deadlock
+        self.progress = progress
+        # checker.bfs's search object: validates the properties, runs the initial
+        # states, words every message; it never runs the main loop here.
+        self.search = bfs._Search(model, props, max_depth, max_states, keep_going, check_deadlock, None, interval)
+        self.index = {p.name: i for i, p in enumerate(props)}
+        self.fp = bfs._fingerprint_fn(model)
+        self.levels: list[dict] = []
+        self.exec_rss = 0
+        self.visited_bytes = 0
+        self.frontier_bytes = 0
+
+    # -- driver ---------------------------------------------------------------------
+
+    def execute(self, sc, master, partitions, checkpoint, resume) -> SparkCheckResult:
+        from pyspark import cloudpickle
+
+        from checker.spark import checkpoint as ckpt
+        from checker.spark.session import get_context
+
+        try:
+            payload = cloudpickle.dumps((self.model, self.props, self.check_deadlock))
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"the Spark engine ships the model and its properties to the executors with "
+                             f"cloudpickle, and pickling them raised {type(e).__name__}: {e}; make the model "
+                             f"picklable or use --engine local") from e
+        created = False
+        t0 = time.perf_counter()
+        if sc is None:
+            sc, created = get_context(master, partitions)
+        self.sc = sc
+        self.startup = time.perf_counter() - t0
+        self.n = partitions or (ckpt.partitions_of(sc, resume) if resume else None) or max(1, sc.defaultParallelism)
+        self.token = uuid.uuid4().hex
+        self.bc = sc.broadcast(payload)
+        self.rdds: list = []
+        try:
+            return self._execute(checkpoint, resume)
+        finally:
+            for r in self.rdds:
+                try:
+                    r.unpersist()
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                self.bc.destroy()
+            except Exception:  # noqa: BLE001
+                pass
+            if created:
+                sc.stop()
+
+    def _execute(self, checkpoint, resume) -> SparkCheckResult:
+        from checker.spark import checkpoint as ckpt
+
+        self.start = time.perf_counter()
+        self.prior_seconds = 0.0
+        self.cut = False
+        self.stopped = False
+        self.checkpoint = checkpoint
+        if resume:
+            L, state = ckpt.load(self.sc, resume, self.n, self._identity())
+            self._restore(state)
+            L = self._keep(L)
+            self._say(f"resumed from {resume}: level {self.level} done, {self.distinct} distinct states")
+        else:
+            L = self._initial()
+            if L is None:
+                return self._finish()
+        self.L = None
+        while self.frontier_size:
+            d = self.level
+            self.stored_at_level = self.distinct
+            if self.max_depth is not None and d >= self.max_depth:
+                self._boundary_level(L)
+                break
+            L2 = self._expand(L)
+            if L2 is None:
+                break
+            self._drop(L)
+            L = L2
+            if self.frontier_size:
+                self.level = d + 1  # else the search ends at this level, as in checker.bfs
+            if self.checkpoint:
+                ckpt.save(self.sc, self.checkpoint, L, self._state(), self.level)
+        if self.L is None:
+            self.L = L
+        return self._finish()
+
+    # -- the initial states (checker.bfs's own code) -----------------------------------
+
+    def _initial(self):
+        s = self.search
+        self.level = 0
+        self.stored_at_level = sys.maxsize
+        self.counts: dict[str, int] = {}
+        self.generated = 0
+        self.sample_left = bfs.SAMPLE_SIZE
+        try:
+            frontier = s._initial()
+        except bfs._Stop:
+            self.cut, self.stopped = s.cut, s.stopped
+            self.distinct = len(s.visited)
+            self.found = list(s.found)
+            self.witnesses = dict(s.witnesses)
+            self.L = None
+            self._init_links = dict(s.visited)
+            self.frontier_size = 0
+            return None
+        self.distinct = len(s.visited)
+        self.found = list(s.found)
+        self.witnesses = dict(s.witnesses)
+        self.deadlock_found = DEADLOCK in s.found_names
+        self.active_props = [self.index[name] for name, _ in s.state_checks]
+        self.active_steps = [self.index[name] for name, _ in s.step_checks]
+        self.active_wits = [self.index[name] for name, _ in s.wit_checks]
+        self._init_links = None
+        n = self.n
+        per = [[] for _ in range(n)]
+        for h, st in frontier:
+            per[h % n].append((h, s.visited[h][1], st))
+        records = []
+        for p in range(n):
+            rows = per[p]
+            f_fp = np.array([r[0] for r in rows], dtype=np.int64)
+            keys = b"".join(_PACK(r[1]) for r in rows)
+            states = tasks.pickle.dumps([r[2] for r in rows], tasks.PICKLE) if rows else b""
+            order = np.argsort(f_fp, kind="stable")
+            v_fp = f_fp[order]
+            v_act = np.array([r[1] for r in rows], dtype=np.uint16)[order]
+            records.append((p, (TAG_PART, v_fp, v_fp.copy(), v_act, f_fp, keys, states)))
+        self.frontier_size = len(frontier)
+        L = self.sc.parallelize(records, n).partitionBy(n, ident)
+        L = self._keep(L)
+        L._jrdd.count()
+        if self.checkpoint:
+            from checker.spark import checkpoint as ckpt
+            ckpt.save(self.sc, self.checkpoint, L, self._state(), 0)
+        return L
+
+    # -- one level -------------------------------------------------------------------
+
+    def _params(self, **extra) -> dict:
+        d = self.level
+        per_task = math.ceil(self.sample_left / self.n) if self.sample_left > 0 else 0
+        p = {
+            "token": self.token, "level": d, "n": self.n, "sample": per_task,
+            "steps": tuple(self.active_steps), "props": tuple(self.active_props),
+            "witnesses": tuple(self.active_wits),
+            "deadlock": self.check_deadlock and not self.deadlock_found,
+        }
+        p.update(extra)
+        return p
+
+    def _keep(self, rdd):
+        from pyspark import StorageLevel
+        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        rdd.localCheckpoint()
+        self.rdds.append(rdd)
+        return rdd
+
+    def _drop(self, rdd) -> None:
+        try:
+            rdd.unpersist()
+        except Exception:  # noqa: BLE001
+            pass
+        if rdd in self.rdds:
+            self.rdds.remove(rdd)
+
+    def _accumulator(self):
+        return self.sc.accumulator({}, tasks.StatsParam())
+
+    def _expand(self, L):
+        """Expand level ``self.level``; return the next level's RDD, or None when the
+        search stops at this level."""
+        t0 = time.perf_counter()
+        d = self.level
+        n = self.n
+        params = self._params()
+        acc = self._accumulator()
+        shuffled = L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc)).partitionBy(n, ident)
+        union = L.union(shuffled)
+        if union.getNumPartitions() != n:
+            raise RuntimeError("kmc spark engine: the visited set and the shuffled successors are not "
+                               "partitioned alike (union of %d partitions)" % union.getNumPartitions())
+        L2 = union.mapPartitionsWithIndex(partial(tasks.merge, params, self.bc, acc), preservesPartitioning=True)
+        L2 = self._keep(L2)
+        L2._jrdd.count()
+        stats = acc.value
+        ex = [stats[("expand", d, p)] for p in range(n) if ("expand", d, p) in stats]
+        mg = [stats[("merge", d, p)] for p in range(n) if ("merge", d, p) in stats]
+        if len(ex) != n or len(mg) != n:
+            raise RuntimeError(f"kmc spark engine: level {d}: statistics of {len(ex)}+{len(mg)} tasks, expected {n}+{n}")
+        self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
+        used = sum(max(0, params["sample"] - e.get("sample_left", params["sample"])) for e in ex)
+        new_total = sum(m["new"] for m in mg)
+
+        # Every event of the level, as (key, phase, property index or -1, kind, data).
+        errors = [e for x in ex + mg for e in x["errors"].values()]
+        deads = [x["dead"] for x in ex if x["dead"] is not None]
+        dead = min(deads) if deads else None
+        steps = [(ev[0], ev[1], i, ev) for x in ex for i, ev in x["steps"].items()]
+        fails = [(ev[0], ev[1], i, ev) for x in mg for i, ev in x["fail"].items()]
+        wits = [(ev[0], ev[1], i, ev) for x in mg for i, ev in x["wit"].items()]
+        cap = None
+        if self.max_states is not None and self.distinct + new_total > self.max_states:
+            cap = (self._kth_key(L2, self.max_states - self.distinct + 1), PH_CAP)
+
+        stop = None
+        report: list[tuple] = []   # (sort key, found record)
+        if not self.keep_going:
+            cands = [(dead[0], dead[1], -1)] if dead is not None else []
+            cands += [(k, ph, i) for k, ph, i, _ in steps] + [(k, ph, i) for k, ph, i, _ in fails]
+            if cap is not None:
+                cands.append((cap[0], cap[1], -1))
+            first = min(cands) if cands else None
+            err = min(errors, key=lambda e: e[:2]) if errors else None
+            if err is not None and (first is None or err[:2] < first[:2]):
+                self._raise(err, L, L2)
+            if first is not None:
+                stop = first[:2]
+                if cap is not None and first[:2] == cap:
+                    self.cut = True
+                elif dead is not None and first[:2] == dead[:2]:
+                    report = [self._dead_record(dead)]
+                else:
+                    rec = self._failure_record(first, steps, fails)
+                    report = [rec]
+                    if self.check_deadlock:
+                        report = self._shorter_deadlock(first, dead, errors, L, L2) or report
+                self.stopped = self.stopped or not self.cut
+        else:
+            if cap is not None:
+                stop = cap
+                self.cut = True
+            considered = []
+            for e in errors:
+                if e[2] == "terminal" and dead is not None and e[:2] > dead[:2]:
+                    continue
+                if stop is None or e[:2] < stop:
+                    considered.append(e)
+            if considered:
+                self._raise(min(considered, key=lambda e: e[:2]), L, L2)
+            events = []
+            if dead is not None and not self.deadlock_found and (stop is None or dead[:2] < stop):
+                events.append(((dead[0], dead[1], -1), self._dead_record(dead)))
+            for k, ph, i, ev in sorted(steps):
+                if stop is None or (k, ph) < stop:
+                    events.append(((k, ph, i), self._step_record(i, ev)))
+            for k, ph, i, ev in sorted(fails):
+                if stop is None or (k, ph) < stop:
+                    events.append(((k, ph, i), self._fail_record(i, ev)))
+            events.sort(key=lambda e: e[0])
+            seen = set()
+            for _, rec in events:
+                if rec[0] in seen:
+                    continue
+                seen.add(rec[0])
+                report.append(rec)
+
+        # Witnesses reached at this level (before the stop, if any).
+        for k, ph, i, ev in wits:
+            name = self.props[i].name
+            if self.witnesses.get(name) is None and (stop is None or (k, ph) < stop):
+                self.witnesses[name] = d + 1
+        for rec in report:
+            if rec[0] not in {f[0] for f in self.found}:
+                self.found.append(rec)
+        if any(r[0] == DEADLOCK for r in report):
+            self.deadlock_found = True
+        failed = {r[0] for r in self.found}
+        self.active_props = [i for i in self.active_props if self.props[i].name not in failed]
+        self.active_steps = [i for i in self.active_steps if self.props[i].name not in failed]
+        self.active_wits = [i for i in self.active_wits if self.witnesses.get(self.props[i].name) is None]
+        self.sample_left = max(0, self.sample_left - used)
+
+        if stop is not None:
+            gen, counts, new = self._count_until(L, L2, stop)
+            self._add_counts(gen, counts)
+            self.distinct += new
+            self.frontier_size = 0
+            self._level_done(d, sum(e["frontier"] for e in ex), new, t0)
+            self.L = L2
+            return None
+        gen = sum(e["gen"] for e in ex)
+        counts: dict[str, int] = {}
+        for e in ex:
+            for k, v in e["acts"].items():
+                counts[k] = counts.get(k, 0) + v
+        self._add_counts(gen, counts)
+        self.distinct += new_total
+        self.frontier_size = new_total
+        self.visited_bytes = sum(m["visited_bytes"] for m in mg)
+        self.frontier_bytes = sum(m["frontier_bytes"] for m in mg)
+        self._level_done(d, sum(e["frontier"] for e in ex), new_total, t0)
+        return L2
+
+    def _add_counts(self, gen: int, counts: dict) -> None:
+        self.generated += gen
+        for k, v in counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+
+    def _level_done(self, d: int, frontier: int, new: int, t0: float) -> None:
+        now = time.perf_counter()
+        secs = now - t0
+        elapsed = self.prior_seconds + now - self.start
+        self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
+                            "seconds": round(secs, 4)})
+        if self.progress is not None:
+            rate = self.distinct / elapsed if elapsed > 0 else 0.0
+            self._say(f"progress: level={d} frontier={frontier} new={new} distinct={self.distinct} "
+                      f"states/s={rate:.0f} level_seconds={secs:.2f} elapsed={elapsed:.1f}s")
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress.write(line + "\n")
+            try:
+                self.progress.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- records of violations (the shape of checker.bfs's ``found``) ------------------
+
+    def _message(self, name: str, what: str) -> str:
+        return self.search._message(name, what)
+
+    def _dead_record(self, dead) -> tuple:
+        return (DEADLOCK, "deadlock", dead[2], None, DEADLOCK_MESSAGE)
+
+    def _step_record(self, i: int, ev) -> tuple:
+        _, _, sfp, idx, h = ev
+        return (self.props[i].name, ALWAYS, sfp, (idx, h), None)  # message: see _violation
+
+    def _fail_record(self, i: int, ev) -> tuple:
+        name = self.props[i].name
+        return (name, ALWAYS, ev[2], None, self._message(name, "does not hold in the last state"))
+
+    def _failure_record(self, first, steps, fails) -> tuple:
+        k, ph, i = first
+        for kk, pp, ii, ev in steps + fails:
+            if (kk, pp, ii) == (k, ph, i):
+                return self._step_record(i, ev) if ph == PH_STEP else self._fail_record(i, ev)
+        raise RuntimeError("kmc spark engine: lost the first violation of the level")
+
+    def _shorter_deadlock(self, first, dead, errors, L, L2):
+        """checker.bfs scans the rest of the level for a deadlock when the first
+        violation is one level deeper: a deadlock (or an error of actions() or
+        is_terminal() on the way to it) after the violating state wins."""
+        skey = first[0][:-KEY_BYTES]
+        late = [e for e in errors if e[2] in ("state", "terminal") and e[0] > skey]
+        err = min(late, key=lambda e: e[:2]) if late else None
+        if err is not None and (dead is None or err[:2] < dead[:2]):
+            self._raise(err, L, L2, scan=True)
+        if dead is not None:
+            return [self._dead_record(dead)]
+        return None
+
+    # -- counting a stopped level again ------------------------------------------------
+
+    def _count_until(self, L, L2, stop):
+        """(generated, action counts, new states) of the level up to the stop event,
+        as the local engine counts them when it stops there."""
+        key, phase = stop
+        d = self.level
+        kl = KEY_BYTES * (d + 1)
+        if len(key) == kl:      # a state-level event (deadlock): nothing of that state counts
+            tbound = (key + b"\x00" * KEY_BYTES, False)
+            nbound = tbound
+        else:                   # a transition: it is counted; its state is stored only if checked (phase PROP)
+            tbound = (key, True)
+            nbound = (key, phase >= PH_PROP)
+        acc = self._accumulator()
+        params = self._params(bound=tbound, sample=0)
+        L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count()
+        stats = acc.value
+        ex = [stats[("expand", d, p)] for p in range(self.n)]
+        gen = sum(e["gen"] for e in ex)
+        counts: dict[str, int] = {}
+        for e in ex:
+            for k, v in e["acts"].items():
+                counts[k] = counts.get(k, 0) + v
+        new = sum(c for _, c in L2.mapPartitionsWithIndex(
+            partial(tasks.count_keys_below, {"bound": nbound})).collect())
+        return gen, counts, new
+
+    def _kth_key(self, L2, k: int) -> bytes:
+        """The k-th smallest (1-based) order key among the new states of the level:
+        where max_states stops the local engine.  A distributed sort; only one key
+        comes back to the driver."""
+        keys = L2.mapPartitions(tasks.frontier_keys)
+        ranked = keys.sortBy(lambda x: x, numPartitions=self.n).zipWithIndex()
+        hit = ranked.filter(lambda kv, k=k: kv[1] == k - 1).keys().collect()
+        if len(hit) != 1:
+            raise RuntimeError(f"kmc spark engine: max_states: no new state of rank {k}")
+        return hit[0]
+
+    # -- the level at max_depth --------------------------------------------------------
+
+    def _boundary_level(self, L) -> None:
+        """checker.bfs._boundary_level: states at max_depth are not expanded; one
+        with enabled actions means the bound cut the search, one without may be a
+        deadlock.  The local engine returns early (at the first state with actions,
+        or at the deadlock), so only errors before that point count."""
+        d = self.level
+        t0 = time.perf_counter()
+        cd = self.check_deadlock and not self.deadlock_found
+        stats = self._boundary_job(L, cd, None)
+        acting = min([e["acting"] for e in stats if e["acting"] is not None], default=None)
+        deads = [e["dead"] for e in stats if e["dead"] is not None]
+        dead = min(deads) if deads else None
+        errors = [e for x in stats for e in x["errors"].values()]
+        end = None  # (key, phase) where the local engine stops looking; None: the whole level
+        if not cd:
+            end = (acting, 0) if acting is not None else None
+        elif not self.keep_going:
+            end = dead[:2] if dead is not None else None
+        elif dead is not None:
+            errors = [e for e in errors if not (e[2] == "terminal" and e[:2] > dead[:2])]
+            if any(e[:2] > dead[:2] for e in errors):
+                after = self._boundary_job(L, cd, dead[0])
+                acting2 = min([e["acting_after"] for e in after if e["acting_after"] is not None], default=None)
+                end = (acting2, 0) if acting2 is not None else None
+        early = [e for e in errors if end is None or e[:2] < end]
+        if early:
+            self._raise(min(early, key=lambda e: e[:2]), L, None, boundary=True)
+        if acting is not None:
+            self.cut = True
+        if cd and dead is not None:
+            self.found.append(self._dead_record(dead))
+            self.deadlock_found = True
+            if not self.keep_going:
+                self.stopped = True
+        self._level_done(d, sum(e["frontier"] for e in stats), 0, t0)
+        self.L = L
+
+    def _boundary_job(self, L, cd: bool, after) -> list:
+        acc = self._accumulator()
+        params = self._params(boundary=True, deadlock=cd, sample=0, acting_after=after)
+        L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count()
+        stats = acc.value
+        out = [stats[("expand", self.level, p)] for p in range(self.n)]
+        self.exec_rss = max([self.exec_rss] + [e["rss"] for e in out])
+        return out
+
+    # -- the end ---------------------------------------------------------------------
+
+    def _finish(self) -> SparkCheckResult:
+        seconds = self.prior_seconds + time.perf_counter() - self.start
+        complete = not (self.cut or self.stopped)
+        depth = self.level + (1 if self.distinct > self.stored_at_level else 0)
+        violations = [self._violation(*rec) for rec in self.found]
+        if complete:
+            for name, at in self.witnesses.items():
+                if at is None:
+                    violations.append(Violation(
+                        property=name, kind=SOMETIMES, path=[],
+                        message="witness never reached: the always-properties may hold vacuously",
+                    ))
+        stats = Stats(
+            distinct=self.distinct,
+            generated=self.generated,
+            depth=depth,
+            seconds=seconds,
+            states_per_second=self.distinct / seconds if seconds > 0 else 0.0,
+            peak_memory_bytes=bfs._peak_memory(),
+            action_counts=dict(self.counts),
+            witnesses=dict(self.witnesses),
+            complete=complete,
+        )
+        verdict = VIOLATED if violations else (OK if complete else BOUNDED)
+        engine = {
+            "engine": "spark",
+            "master": self.sc.master,
+            "partitions": self.n,
+            "startup_seconds": round(self.startup, 3),
+            "levels": self.levels,
+            "executor_peak_rss_bytes": self.exec_rss,
+            "visited_bytes": self.visited_bytes,
+            "visited_bytes_per_state": (self.visited_bytes / self.distinct) if self.distinct and self.visited_bytes else 0.0,
+        }
+        return SparkCheckResult(verdict, violations, stats, engine)
+
+    def _violation(self, name, kind, fp, extra, message) -> Violation:
+        path = self._rebuild(fp)
+        if extra is not None:
+            i, h = extra
+            prev = path[-1].state
+            act = list(self.model.actions(prev))[i]
+            t = self.model.next_state(prev, act)
+            got = self.fp(t)
+            if got != h:
+                raise self.search._nondeterministic(act, prev, len(path) - 1, h, got)
+            path.append(Step(act, t, got))
+            if message is None:
+                message = self._message(name, f"is broken by the last step, {act}")
+        return Violation(property=name, kind=kind, path=path, message=message)
+
+    def _links(self, fps: set[int]) -> dict[int, tuple[int, int]]:
+        """Parent links of ``fps``, read from the partitions that hold them."""
+        if self._init_links is not None:
+            return {fp: (fp if self._init_links[fp][0] is None else self._init_links[fp][0], self._init_links[fp][1])
+                    for fp in fps}
+        L = self.L
+        parts = sorted({fp % self.n for fp in fps})
+        rows = self.sc.runJob(L, partial(tasks.lookup, frozenset(fps)), parts)
+        return {fp: (par, act) for fp, par, act in rows}
+
+    def _rebuild(self, fp: int) -> list[Step]:
+        """Follow the parent links back to an initial state, then replay forwards
+        (checker.bfs._rebuild, with the links on the executors)."""
+        chain = []
+        cur = fp
+        while True:
+            link = self._links({cur}).get(cur)
+            if link is None:
+                raise RuntimeError(f"kmc spark engine: no parent link for {format_fingerprint(cur)}")
+            par, idx = link
+            chain.append((cur, idx))
+            if par == cur:
+                break
+            cur = par
+        chain.reverse()
+        model = self.model
+        inits = list(model.init_states())
+        fp0, i0 = chain[0]
+        state = inits[i0]
+        got = self.fp(state)
+        if got != fp0:
+            raise ModelError(
+                f"init_states() is not deterministic: initial state #{i0} has fingerprint "
+                f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
+            )
+        path = [Step(None, state, got)]
+        for depth, (fpn, idx) in enumerate(chain[1:]):
+            acts = list(model.actions(state))
+            if idx >= len(acts):
+                raise ModelError(
+                    f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
+                    f"{len(acts)} actions, during the search it had more than {idx}. "
+                    f"State: {bfs._describe(model, state)}"
+                )
+            act = acts[idx]
+            nxt = model.next_state(state, act)
+            got = self.fp(nxt)
+            if got != fpn:
+                raise self.search._nondeterministic(act, state, depth, fpn, got)
+            path.append(Step(act, nxt, got))
+            state = nxt
+        return path
+
+    # -- model errors, re-derived on the driver ---------------------------------------
+
+    def _raise(self, err, L, L2, scan: bool = False, boundary: bool = False):
+        """Re-derive the first model error of the level on the driver and raise it
+        with the model's exception chained, as checker.bfs does; if the model does
+        not fail again (it is not deterministic), raise the executor's message."""
+        key, phase, kind, fp, idx, msg = err
+        self.L = L2 if (kind == "new" and L2 is not None) else L
+        search = self.search
+        model = self.model
+        d = self.level
+        try:
+            path = self._rebuild(fp)
+        except Exception:  # noqa: BLE001
+            raise ModelError(msg) from None
+        s = path[-1].state
+        if kind in ("state", "terminal"):
+            if scan:
+                try:
+                    if not model.within_boundary(s):
+                        raise ModelError(msg)
+                    acts = model.actions(s)
+                    if type(acts) is not list:
+                        acts = search._as_list(acts, s, d)
+                    if not acts:
+                        model.is_terminal(s)
+                except ModelError:
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    raise search._error("actions(state) or is_terminal(state)", s, d, e) from e
+                raise ModelError(msg)
+            within_overridden = getattr(type(model), "within_boundary", None) is not Model.within_boundary
+            if within_overridden or boundary:
+                try:
+                    inside = model.within_boundary(s)
+                except Exception as e:  # noqa: BLE001
+                    raise search._error("within_boundary(state)", s, d, e) from e
+                if not inside:
+                    raise ModelError(msg)
+            try:
+                acts = model.actions(s)
+            except Exception as e:  # noqa: BLE001
+                raise search._error("actions(state)", s, d, e) from e
+            if type(acts) is not list and (boundary or type(acts) is not tuple):
+                acts = search._as_list(acts, s, d)
+            if kind == "state" and not boundary:
+                search._check_actions(s, acts, d)
+            if kind == "terminal":
+                try:
+                    model.is_terminal(s)
+                except Exception as e:  # noqa: BLE001
+                    raise search._error("is_terminal(state)", s, d, e) from e
+            raise ModelError(msg)
+        acts = list(model.actions(s))
+        a = acts[idx]
+        if kind == "trans":
+            try:
+                t = model.next_state(s, a)
+            except Exception as e:  # noqa: BLE001
+                raise search._error("next_state(state, action)", s, d, e, act=a) from e
+            search._check_successor(s, a, t, d)
+            try:
+                self.fp(t)
+            except Exception as e:  # noqa: BLE001
+                raise search._error("encode(state)", t, d + 1, e, via=a) from e
+            for i in self.active_steps:
+                p = self.props[i]
+                try:
+                    p.predicate(s, a, t)
+                except Exception as e:  # noqa: BLE001
+                    raise search._error(f"the predicate of step property {p.name!r}", s, d, e, act=a) from e
+            raise ModelError(msg)
+        # kind == "new": a witness or state predicate on a new state
+        t = model.next_state(s, a)
+        for i in self.active_wits:
+            p = self.props[i]
+            try:
+                p.predicate(t)
+            except Exception as e:  # noqa: BLE001
+                raise search._error(f"the predicate of sometimes property {p.name!r}", t, d + 1, e, via=a) from e
+        for i in self.active_props:
+            p = self.props[i]
+            try:
+                p.predicate(t)
+            except Exception as e:  # noqa: BLE001
+                raise search._error(f"the predicate of property {p.name!r}", t, d + 1, e, via=a) from e
+        raise ModelError(msg)
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def _identity(self) -> dict:
+        try:
+            config = json.loads(json.dumps(dict(self.model.config()), default=repr))
+        except Exception:  # noqa: BLE001
+            config = repr(self.model.config())
+        return {
+            "model": self.model.name, "version": str(self.model.version), "config": config,
+            "properties": [p.name for p in self.props], "max_depth": self.max_depth,
+            "max_states": self.max_states, "keep_going": self.keep_going,
+            "check_deadlock": self.check_deadlock, "partitions": self.n,
+        }
+
+    def _state(self) -> dict:
+        return {
+            "identity": self._identity(),
+            "level": self.level,
+            "distinct": self.distinct,
+            "generated": self.generated,
+            "counts": self.counts,
+            "witnesses": self.witnesses,
+            "found": [[r[0], r[1], r[2], list(r[3]) if r[3] is not None else None, r[4]] for r in self.found],
+            "deadlock_found": self.deadlock_found,
+            "active_props": self.active_props,
+            "active_steps": self.active_steps,
+            "active_wits": self.active_wits,
+            "sample_left": self.sample_left,
+            "frontier_size": self.frontier_size,
+            "seconds": self.prior_seconds + time.perf_counter() - self.start,
+            "levels": self.levels,
+            "visited_bytes": self.visited_bytes,
+        }
+
+    def _restore(self, st: dict) -> None:
+        self.level = st["level"]
+        self.stored_at_level = sys.maxsize
+        self.distinct = st["distinct"]
+        self.generated = st["generated"]
+        self.counts = dict(st["counts"])
+        self.witnesses = dict(st["witnesses"])
+        self.found = [(r[0], r[1], r[2], tuple(r[3]) if r[3] is not None else None, r[4]) for r in st["found"]]
+        self.deadlock_found = st["deadlock_found"]
+        self.active_props = list(st["active_props"])
+        self.active_steps = list(st["active_steps"])
+        self.active_wits = list(st["active_wits"])
+        self.sample_left = st["sample_left"]
+        self.frontier_size = st["frontier_size"]
+        self.prior_seconds = st["seconds"]
+        self.levels = list(st["levels"])
+        self.visited_bytes = st.get("visited_bytes", 0)
+        self._init_links = None

@@ -1,0 +1,135 @@
+"""Starting (or reusing) the SparkContext the engine runs on.
+
+With no master, Spark starts embedded in this process in local mode on every core
+(``local[*]``): nothing to install or start beyond the pyspark package and a Java
+runtime.  A master URL (``spark://host:7077``, ``yarn``, ``k8s://...``) runs on an
+existing cluster.
+
+What is set, and why:
+
+- the executors' Python is this interpreter (``PYSPARK_PYTHON``) and their
+  ``PYTHONPATH`` includes this process's import path, so that they import
+  ``checker`` and the model's module the way the driver does;
+- for local and loopback masters, every address is 127.0.0.1
+  (``spark.driver.host``, ``spark.driver.bindAddress``, ``SPARK_LOCAL_IP``): no
+  network is needed;
+- no web UI, no console progress bar, and Spark's own logging at ERROR
+  (``KMC_SPARK_LOG_LEVEL`` changes it), so the output is kmc's alone;
+- the serializer batches without limit, the same serializer as PySpark's
+  ``partitionBy`` output, so that a partitioned RDD and a shuffled one can be
+  united partition by partition without being re-serialized.
+
+``KMC_SPARK_CONF`` adds any Spark setting: ``"spark.driver.memory=4g,spark.x=y"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from checker.errors import UsageError
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
+_LOOPBACK = re.compile(r"^(local(\[.*\])?|local-cluster\[.*\]|spark://(127\.\d+\.\d+\.\d+|localhost)(:\d+)?(,.*)?)$")
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start here (no Java), or None."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return ("the Spark engine needs a Java runtime (17 or newer) and none was found (no java on PATH, "
+                "no JAVA_HOME); install one, e.g. apt-get install openjdk-17-jre-headless (make run and "
+                "make test do it), or use --engine local")
+    return None
+
+
+def _import_path() -> str:
+    seen: list[str] = []
+    for p in [os.getcwd(), *sys.path]:
+        p = os.path.abspath(p or os.getcwd())
+        if p not in seen and os.path.isdir(p) and "pyspark" not in p:
+            seen.append(p)
+    return os.pathsep.join(seen)
+
+
+def is_local(master: str) -> bool:
+    return bool(_LOOPBACK.match(master))
+
+
+def conf_items(master: str, partitions: int | None) -> dict[str, str]:
+    items = {
+        "spark.master": master,
+        "spark.app.name": "kmc",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": _import_path(),
+        "spark.python.worker.reuse": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
+        "spark.sql.shuffle.partitions": str(partitions or 2),
+        "spark.shuffle.compress": "false",
+        "spark.rdd.compress": "false",
+        "spark.cleaner.referenceTracking.blocking": "false",
+    }
+    if partitions:
+        items["spark.default.parallelism"] = str(partitions)
+    if is_local(master):
+        items["spark.driver.host"] = "127.0.0.1"
+        items["spark.driver.bindAddress"] = "127.0.0.1"
+    for pair in filter(None, (x.strip() for x in os.environ.get("KMC_SPARK_CONF", "").split(","))):
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"KMC_SPARK_CONF entry {pair!r} is not key=value; write e.g. "
+                             f"KMC_SPARK_CONF=spark.driver.memory=4g")
+        items[k.strip()] = v.strip()
+    return items
+
+
+def get_context(master: str | None = None, partitions: int | None = None) -> tuple[Any, bool]:
+    """``(SparkContext, created)``: the active context if there is one (its master
+    must then be ``master``, when given), else a new one."""
+    problem = java_problem()
+    if problem:
+        raise UsageError(problem)
+    from pyspark import SparkConf, SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        if master is not None and active.master != master:
+            raise UsageError(f"a SparkContext on {active.master} is already running in this process; "
+                             f"cannot start another on {master}")
+        return active, False
+    master = master or "local[*]"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if is_local(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = SparkConf()
+    for k, v in conf_items(master, partitions).items():
+        conf.set(k, v)
+    try:
+        # batchSize=-1: the serializer of partitionBy's output (see the module docstring).
+        sc = SparkContext(conf=conf, batchSize=-1)
+    except Exception as e:  # noqa: BLE001 - the JVM did not start, a bad master URL...
+        msg = " ".join(str(e).split())
+        if len(msg) > 300:
+            msg = msg[:297] + "..."
+        raise UsageError(f"cannot start Spark on {master}: {type(e).__name__}: {msg}; check --spark-master "
+                         f"and the Java runtime (java -version)") from None
+    sc.setLogLevel(os.environ.get("KMC_SPARK_LOG_LEVEL", "ERROR"))
+    return sc, True
+
+
+def java_version() -> str:
+    try:
+        p = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+        return (p.stderr or p.stdout).splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return "unknown"
