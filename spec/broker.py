@@ -8,8 +8,9 @@ broker learns what the controller decided.
 from __future__ import annotations
 
 from checker.model import Action, action
+from spec import datapath
 from spec.state import (
-    NO_STATE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
+    NO_LEADER, NO_STATE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
     KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, put,
 )
 
@@ -62,10 +63,18 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         seen = max(br.controller_epoch_seen, req.controller_epoch)
         current = br.partitions[req.partition]
         parts = br.partitions
-        if req.leader_epoch > current.leader_epoch:
+        applied = req.leader_epoch > current.leader_epoch
+        if applied:
             parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
                                                         req.controller_epoch, req.version))
         br = br._replace(inbox=inbox, controller_epoch_seen=seen, partitions=parts)
+        s = s._replace(brokers=put(s.brokers, b, br))
+        if applied and m.cfg.data_path:
+            if req.leader == b:
+                s = datapath.on_become_leader(m, s, b, req.partition)
+            elif req.leader != NO_LEADER:
+                s = datapath.on_become_follower(m, s, b, req.partition)
+        return s
     return s._replace(brokers=put(s.brokers, b, br))
 
 
@@ -109,6 +118,9 @@ def isr_change_enabled(m, s: KafkaState, out: list) -> None:
                 if f in li.isr:
                     if s.budget.isr_shrinks > 0:
                         out.append(action("ShrinkIsr", leader=b, partition=p, replica=f))
+                elif m.cfg.data_path:
+                    if datapath.isr_expand_allowed(m, s, b, p, f):
+                        out.append(action("ExpandIsr", leader=b, partition=p, replica=f))
                 else:
                     fb = s.brokers[f]
                     fl = fb.partitions[p]
@@ -130,8 +142,11 @@ def shrink_isr(m, s: KafkaState, a: Action) -> KafkaState:
     b, p, f = a.get("leader"), a.get("partition"), a.get("replica")
     isr = tuple(x for x in s.brokers[b].partitions[p].isr if x != f)
     s = _write_isr(s, b, p, isr)
-    return s._replace(budget=s.budget._replace(isr_shrinks=s.budget.isr_shrinks - 1),
-                      ghost=s.ghost._replace(inv_isr_shrunk=True))
+    s = s._replace(budget=s.budget._replace(isr_shrinks=s.budget.isr_shrinks - 1),
+                   ghost=s.ghost._replace(inv_isr_shrunk=True))
+    if m.cfg.data_path:
+        s = datapath.advance_hw(m, s, b, p)  # a smaller ISR may let the HW move
+    return s
 
 
 def expand_isr(m, s: KafkaState, a: Action) -> KafkaState:

@@ -16,6 +16,11 @@ class KafkaConfig:
     unclean_leader_election: bool = False   # unclean.leader.election.enable
     delete_topic_enable: bool = False       # delete.topic.enable
     preferred_election: bool = True         # auto.leader.rebalance.enable / preferred replica election tool
+    # data path (off when max_records == 0):
+    max_records: int = 0                    # records producers may write in all
+    truncation: str = "kip320"              # high_watermark | kip101 | kip279 | kip320
+    min_insync_replicas: int = 1            # min.insync.replicas for acks=all
+    producer_acks: str = "all"              # all | 1 | both
     # fault bounds (healing is never bounded):
     max_crashes: int = 1
     max_session_expiries: int = 1
@@ -26,11 +31,19 @@ class KafkaConfig:
     max_topic_deletions: int = 0
 
     def __post_init__(self) -> None:
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas={self.min_insync_replicas} exceeds replication_factor="
+                f"{self.replication_factor}; every acks=all write would be refused")
         if self.replication_factor > self.brokers:
             raise ValueError(
                 f"replication_factor={self.replication_factor} exceeds brokers={self.brokers}; "
                 f"set replication_factor <= brokers"
             )
+
+    @property
+    def data_path(self) -> bool:
+        return self.max_records > 0
 
     def assignment(self, partition: int) -> tuple:
         """AR of a partition: round-robin from broker ``partition``, as Kafka's

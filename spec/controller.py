@@ -67,19 +67,19 @@ def _send_leader_and_isr(s: KafkaState, epoch: int, p: int, li: LeaderIsr, targe
 def conditional_write(m, s: KafkaState, c: int, p: int, leader: int, isr: tuple, bump: bool):
     """The controller's conditional update of a partition's state znode.
 
-    Returns ``(state, written)``.  On a version conflict the controller re-reads
-    the znode into its cache (seed 000 step 3.3: "otherwise go back to 3.1") and
-    writes nothing.  With ``zk_epoch_fencing`` the write is also conditional on the
-    controller epoch; a controller that finds it has moved resigns on the spot.
+    Kafka 2.x reads the partition state from ZooKeeper right before it elects a
+    leader or removes a replica from the ISR, decides on what it read, and writes
+    conditionally on the version read (seed 000 step 3.1-3.3).  The model takes the
+    read, the decision and the write as one step, so the version condition always
+    holds; what fences a zombie is the controller-epoch condition that
+    ``zk_epoch_fencing`` adds: a controller that finds it has moved resigns on the
+    spot and writes nothing.  Returns ``(state, written)``.
     """
     ctx = s.brokers[c].ctx
     zkp = s.zk.partitions[p]
     if m.cfg.zk_epoch_fencing and s.zk.controller_epoch != ctx.epoch:
         return _with_ctx(s, c, None), False
-    if zkp.version != ctx.partitions[p].version:
-        return _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, zkp))), False
-    cached = ctx.partitions[p]
-    new = LeaderIsr(leader, cached.leader_epoch + 1 if bump else cached.leader_epoch, isr,
+    new = LeaderIsr(leader, zkp.leader_epoch + 1 if bump else zkp.leader_epoch, isr,
                     ctx.epoch, zkp.version + 1)
     s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, new)))
     s = _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, new)))
@@ -196,7 +196,10 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
         i = ar.index(b)
         if not ctx.deleting and ctx.replica_states[p][i] in (OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, NEW_REPLICA):
             rstates[p] = put(rstates[p], i, ONLINE_REPLICA)
-        if ctx.partitions[p].version != NO_VERSION and ctx.partition_states[p] != NON_EXISTENT_PARTITION:
+        # A partition about to be elected (OfflinePartition) is not sent its cached,
+        # dead leadership: Kafka elects it in the same event and the broker gets the
+        # result (ElectLeader sends it here).
+        if ctx.partitions[p].version != NO_VERSION and ctx.partition_states[p] == ONLINE_PARTITION:
             targets.append(p)
     ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
     s = _with_ctx(s, c, ctx)
@@ -215,11 +218,11 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
     pstate = ctx.partition_states[p]
     ar = m.ar[p]
     live = _live(ctx)
-    cached = ctx.partitions[p]
+    cached = s.zk.partitions[p]   # read from ZooKeeper, as Kafka 2.x does before electing
     if pstate == NEW_PARTITION:
-        # NewPartition's write is a create: once the controller has seen the znode
-        # exist (its create failed), it does not retry (Kafka logs the failure).
-        if cached.version != NO_VERSION:
+        # NewPartition's write is a create; if the znode already exists (another
+        # controller created it) the create fails and Kafka does not retry.
+        if cached.version != NO_VERSION or ctx.partitions[p].version != NO_VERSION:
             return None
         r = election.new_partition(ar, live)
         return ("new",) + r if r else None
@@ -283,7 +286,7 @@ def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
         if ctx.deleting:
             continue
         for p, ar in enumerate(m.ar):
-            cached = ctx.partitions[p]
+            cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
             if ctx.partition_states[p] != ONLINE_PARTITION or cached.leader == NO_LEADER:
                 continue
             for i, r in enumerate(ar):
@@ -294,7 +297,7 @@ def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
 
 def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
-    cached = s.brokers[c].ctx.partitions[p]
+    cached = s.zk.partitions[p]
     isr = tuple(x for x in cached.isr if x != r)
     s, written = conditional_write(m, s, c, p, cached.leader, isr, bump=True)
     if not written:

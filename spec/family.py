@@ -20,6 +20,10 @@ _DOCS = {
     "unclean_leader_election": "unclean.leader.election.enable: elect a replica outside the ISR when no ISR member lives",
     "delete_topic_enable": "delete.topic.enable: the controller acts on /admin/delete_topics",
     "preferred_election": "auto.leader.rebalance.enable: move leadership back to the preferred replica",
+    "max_records": "records producers may write in all; 0 turns the data path (logs, HW, fetch) off",
+    "truncation": "how a new follower truncates: high_watermark (before KIP-101), kip101, kip279, kip320",
+    "min_insync_replicas": "min.insync.replicas: acks=all is refused while the ISR is smaller",
+    "producer_acks": "acks the producers use: all, 1, or both",
     "max_crashes": "broker crashes that may happen",
     "max_session_expiries": "ZooKeeper session expiries that may happen (the origin of zombies)",
     "max_controller_failovers": "times the active controller may be lost (crash, expiry, shutdown)",
@@ -33,7 +37,12 @@ _RANGES = {
     "brokers": (1, 6), "partitions": (1, 4), "replication_factor": (1, 6),
     "max_crashes": (0, 5), "max_session_expiries": (0, 5), "max_controller_failovers": (0, 5),
     "max_isr_shrinks": (0, 5), "max_unclean_elections": (0, 5), "max_controlled_shutdowns": (0, 3),
-    "max_topic_deletions": (0, 1),
+    "max_topic_deletions": (0, 1), "max_records": (0, 4), "min_insync_replicas": (1, 6),
+}
+
+_CHOICES = {
+    "truncation": ("high_watermark", "kip101", "kip279", "kip320"),
+    "producer_acks": ("all", "1", "both"),
 }
 
 
@@ -42,7 +51,7 @@ def _parameters() -> dict:
     default = KafkaConfig()
     for f in fields(KafkaConfig):
         lo, hi = _RANGES.get(f.name, (None, None))
-        out[f.name] = Parameter(f.name, getattr(default, f.name), _DOCS[f.name], lo, hi)
+        out[f.name] = Parameter(f.name, getattr(default, f.name), _DOCS[f.name], lo, hi, _CHOICES.get(f.name))
     return out
 
 

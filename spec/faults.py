@@ -8,6 +8,7 @@ Faults spend the budget; healing actions (restart, re-register, resign) never do
 from __future__ import annotations
 
 from checker.model import Action, action
+from spec import datapath
 from spec.state import NO_LEADER, NO_STATE, Broker, KafkaState, put
 
 DOCS = {
@@ -38,7 +39,8 @@ def _stop(s: KafkaState, b: int) -> KafkaState:
     if sessions[b] > 0:
         sessions = put(sessions, b, -sessions[b])
     controller = NO_LEADER if zk.controller == b else zk.controller
-    dead = Broker(False, 0, tuple(NO_STATE for _ in s.brokers[b].partitions), (), None)
+    old = s.brokers[b]
+    dead = Broker(False, 0, tuple(NO_STATE for _ in old.partitions), (), None, datapath.on_stop(old.replicas))
     return s._replace(zk=zk._replace(sessions=sessions, controller=controller),
                       brokers=put(s.brokers, b, dead))
 

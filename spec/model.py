@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from checker.model import Action, Model
-from spec import broker, controller, faults
+from spec import broker, controller, datapath, faults
 from spec.config import KafkaConfig
 from spec.properties import properties
 from spec.state import (
@@ -27,7 +27,7 @@ from spec.state import (
 MODEL_NAME = "kafka-controller"
 MODEL_VERSION = "1"
 
-_FAMILIES = (faults, controller, broker)
+_FAMILIES = (faults, controller, broker, datapath)
 ENABLED = tuple(f for fam in _FAMILIES for f in fam.ENABLED)
 APPLY = {name: fn for fam in _FAMILIES for name, fn in fam.APPLY.items()}
 DOCS = {name: doc for fam in _FAMILIES for name, doc in fam.DOCS.items()}
@@ -50,8 +50,10 @@ class KafkaModel(Model):
         n = cfg.brokers
         zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), True,
                 tuple(NO_STATE for _ in range(cfg.partitions)), False)
-        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None)
-        budget = Budget(cfg.max_crashes, cfg.max_session_expiries, cfg.max_controller_failovers,
+        replicas = tuple(datapath.fresh_replica(cfg.replication_factor) for _ in range(cfg.partitions)) \
+            if cfg.data_path else ()
+        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None, replicas)
+        budget = Budget(cfg.max_records, cfg.max_crashes, cfg.max_session_expiries, cfg.max_controller_failovers,
                         cfg.max_isr_shrinks, cfg.max_unclean_elections if cfg.unclean_leader_election else 0,
                         cfg.max_controlled_shutdowns, cfg.max_topic_deletions)
         return [KafkaState(zk, tuple(b for _ in range(n)), budget, NO_GHOST)]
@@ -92,7 +94,7 @@ class KafkaModel(Model):
             },
             "broker": {},
             "budget": s.budget._asdict(),
-            "ghost": s.ghost._asdict(),
+            "ghost": {k: (_records(v) if isinstance(v, tuple) else v) for k, v in s.ghost._asdict().items()},
         }
         for b, br in enumerate(s.brokers):
             d = {
@@ -101,6 +103,9 @@ class KafkaModel(Model):
                 "partition": {str(p): _view(b, li) for p, li in enumerate(br.partitions)},
                 "in_flight": {str(i): _req(r) for i, r in enumerate(br.inbox)},
             }
+            if br.replicas:
+                d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
+                                     "truncating": r.truncating} for p, r in enumerate(br.replicas)}
             if br.ctx is not None:
                 c = br.ctx
                 d["controller"] = {
@@ -115,6 +120,11 @@ class KafkaModel(Model):
                 }
             out["broker"][str(b)] = d
         return out
+
+
+def _records(xs) -> str:
+    """Ghost record sets as "p0@1e0" (partition 0, offset 1, leader epoch 0)."""
+    return "[" + ", ".join(f"p{p}@{o}e{e}" for p, o, e in xs) + "]"
 
 
 def _ids(xs) -> str:

@@ -105,6 +105,119 @@ def leader_elected_from_isr(prev, act, nxt) -> bool:
     return True
 
 
+# -- data path (max_records > 0) ------------------------------------------------------------
+
+def _leaders(s, p):
+    """(broker, view, replica) of every running broker that believes it leads p."""
+    for b, br in enumerate(s.brokers):
+        if br.alive and br.partitions[p].leader == b:
+            yield b, br.partitions[p], br.replicas[p]
+
+
+def no_acked_record_lost(s) -> bool:
+    for p, o, e in s.ghost.inv_acked:
+        for _b, view, rep in _leaders(s, p):
+            if view.leader_epoch > e and (o >= len(rep.log) or rep.log[o] != e):
+                return False
+    return True
+
+
+def logs_match_below_high_watermark(s) -> bool:
+    for p in range(len(s.zk.partitions)):
+        reps = [br.replicas[p] for br in s.brokers if br.alive]
+        for i, a in enumerate(reps):
+            for b in reps[i + 1:]:
+                n = min(a.hw, b.hw)
+                if a.log[:n] != b.log[:n]:
+                    return False
+    return True
+
+
+def _true_leader(s, p):
+    """(broker, replica) of the broker ZooKeeper names leader, if it runs and has
+    applied ZooKeeper's leader epoch; else None."""
+    zkp = s.zk.partitions[p]
+    b = zkp.leader
+    if b == NO_LEADER:
+        return None
+    br = s.brokers[b]
+    view = br.partitions[p]
+    if not br.alive or view.leader != b or view.leader_epoch != zkp.leader_epoch:
+        return None
+    return b, br.replicas[p]
+
+
+def high_watermark_below_isr_leo(s) -> bool:
+    for p, zkp in enumerate(s.zk.partitions):
+        tl = _true_leader(s, p)
+        if tl is None:
+            continue
+        hw = tl[1].hw
+        for r in zkp.isr:
+            if len(s.brokers[r].replicas[p].log) < hw:
+                return False
+    return True
+
+
+def consistent_read(s) -> bool:
+    for p, o, e in s.ghost.inv_read:
+        for _b, _view, rep in _leaders(s, p):
+            if o < rep.hw and rep.log[o] != e:
+                return False
+    return True
+
+
+def leader_completeness(s) -> bool:
+    for p in range(len(s.zk.partitions)):
+        tl = _true_leader(s, p)
+        if tl is None:
+            continue
+        log = tl[1].log
+        for q, o, e in s.ghost.inv_read:
+            if q == p and (o >= len(log) or log[o] != e):
+                return False
+    return True
+
+
+def data_properties(cfg) -> list[Property]:
+    unclean = "Fails with unclean_leader_election (the new leader may lack what was acknowledged). "
+    props = [
+        always("NoAckedRecordLost", no_acked_record_lost,
+               "A record acknowledged to an acks=all producer stays in the log of every leader elected "
+               "afterwards (every broker that believes it leads in a later leader epoch holds it at the same "
+               "offset). acks=1 records carry no such promise and are not checked. " + unclean +
+               "Fails with truncation=high_watermark (KIP-101's first scenario)."),
+        always("LogsMatchBelowHighWatermark", logs_match_below_high_watermark,
+               "No two running replicas disagree about a record below both of their high watermarks. "
+               "Above the HW logs may differ: that is uncommitted data a new leader may overwrite. "
+               "Fails when logs diverge (KIP-101's second scenario, KIP-279's and KIP-320's holes)."),
+        always("HighWatermarkBelowIsrLeo", high_watermark_below_isr_leo,
+               "The true leader's HW is never above the LEO of a member of the ISR in ZooKeeper: what it "
+               "exposes as committed is on every replica that may be elected cleanly. It deliberately checks "
+               "ZooKeeper's ISR, not the leader's own view, which may be a stale copy from the controller's "
+               "cache (a restarted leader can be sent an ISR that still names a follower the leader had "
+               "removed; that only holds its HW back)."),
+        always("ConsistentRead", consistent_read,
+               "A record a consumer has read at an offset (exposed below some leader's HW) is the record every "
+               "leader exposes at that offset, forever. " + unclean),
+        always("LeaderCompleteness", leader_completeness,
+               "The true leader (the one in ZooKeeper, in ZooKeeper's leader epoch) holds every record "
+               "consumers have read. A deposed leader that does not know it yet is not checked. " + unclean),
+        sometimes("RecordCommitted", lambda s: bool(s.ghost.inv_read),
+                  "A record is committed: some leader's HW moves past it."),
+        sometimes("FollowerTruncates", lambda s: s.ghost.inv_follower_truncated,
+                  "A follower truncates records from its log."),
+    ]
+    if cfg.min_insync_replicas > 1 and cfg.producer_acks in ("all", "both"):
+        props.append(sometimes("AcksAllRefused", lambda s: s.ghost.inv_write_refused,
+                               "An acks=all write is refused because the ISR is smaller than "
+                               "min.insync.replicas."))
+    if cfg.producer_acks in ("all", "both"):
+        props.append(sometimes("AcksAllAcknowledged", lambda s: bool(s.ghost.inv_acked),
+                               "An acks=all write is acknowledged."))
+    return props
+
+
 def properties(cfg, ar: tuple) -> list[Property]:
     props = [
         always("LeaderInIsr", leader_in_isr,
@@ -168,4 +281,6 @@ def properties(cfg, ar: tuple) -> list[Property]:
     if cfg.delete_topic_enable and cfg.max_topic_deletions > 0:
         props.append(sometimes("TopicDeleted", lambda s: not s.zk.topic,
                                "A topic deletion completes."))
+    if cfg.data_path:
+        props.extend(data_properties(cfg))
     return props

@@ -94,18 +94,34 @@ class ControllerContext(NamedTuple):
     deleting: bool                # topic deletion in progress
 
 
+class Replica(NamedTuple):
+    """A broker's replica of one partition: its log and high watermark survive a
+    restart (they are on disk); ``leos`` and ``truncating`` are memory.
+
+    A record is identified by (offset, leader epoch): only the leader of an epoch
+    appends records in that epoch, and it appends each offset once, so the log is
+    the tuple of the records' epochs."""
+
+    log: tuple                    # leader epoch of the record at each offset
+    hw: int                       # high watermark (exclusive)
+    leos: tuple                   # as leader: LEO of each AR member it last saw fetch, -1 unknown
+    truncating: bool              # a new follower that has not truncated yet (KIP-101 and later)
+
+
 class Broker(NamedTuple):
     alive: bool
     controller_epoch_seen: int    # highest controller epoch accepted (in memory)
     partitions: tuple             # per partition: LeaderIsr this broker applied, or NO_STATE
     inbox: tuple                  # sorted, duplicate-free requests in flight to it
     ctx: ControllerContext | None
+    replicas: tuple               # per partition: Replica, or () when the data path is off
 
 
 class Budget(NamedTuple):
     """Faults that may still happen.  Healing actions (restart, re-register,
     elections, ISR expand, request delivery) have no budget."""
 
+    records: int
     crashes: int
     session_expiries: int
     controller_failovers: int
@@ -124,9 +140,14 @@ class Ghost(NamedTuple):
     inv_partition_back_online: bool
     inv_unclean_election: bool
     inv_shutdown_moved_leader: bool
+    inv_write_refused: bool
+    inv_follower_truncated: bool
+    inv_pending: tuple            # (partition, offset, epoch) of acks=all writes not yet acknowledged
+    inv_acked: tuple              # (partition, offset, epoch) acknowledged to an acks=all producer
+    inv_read: tuple               # (partition, offset, epoch) exposed to consumers below a leader's HW
 
 
-NO_GHOST = Ghost(False, False, False, False, False, False)
+NO_GHOST = Ghost(False, False, False, False, False, False, False, False, (), (), ())
 
 
 class KafkaState(NamedTuple):
@@ -140,7 +161,8 @@ class KafkaState(NamedTuple):
 # __repr__ is Python code that prints field names; tuple's is C and prints values
 # only.  Using it for every state class makes fingerprinting several times cheaper
 # and keeps the encoding canonical (describe() gives the readable view).
-for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, ControllerContext, Broker, Budget, Ghost, KafkaState):
+for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, ControllerContext, Replica, Broker, Budget, Ghost,
+             KafkaState):
     _cls.__repr__ = tuple.__repr__
 
 
