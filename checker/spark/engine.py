@@ -125,6 +125,7 @@ class _Run:
         self.index = {p.name: i for i, p in enumerate(props)}
         self.fp = bfs._fingerprint_fn(model)
         self.levels: list[dict] = []
+        self.job_seconds = 0.0
         self.exec_rss = 0
         self.visited_bytes = 0
         self.frontier_bytes = 0
@@ -303,7 +304,9 @@ class _Run:
                                "partitioned alike (union of %d partitions)" % union.getNumPartitions())
         L2 = union.mapPartitionsWithIndex(partial(tasks.merge, params, self.bc, acc), preservesPartitioning=True)
         L2 = self._keep(L2)
+        t1 = time.perf_counter()
         L2._jrdd.count()
+        self.job_seconds = time.perf_counter() - t1
         stats = acc.value
         ex = [stats[("expand", d, p)] for p in range(n) if ("expand", d, p) in stats]
         mg = [stats[("merge", d, p)] for p in range(n) if ("merge", d, p) in stats]
@@ -423,7 +426,8 @@ class _Run:
         secs = now - t0
         elapsed = self.prior_seconds + now - self.start
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
-                            "seconds": round(secs, 4)})
+                            "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4)})
+        self.job_seconds = 0.0
         if self.progress is not None:
             rate = self.distinct / elapsed if elapsed > 0 else 0.0
             self._say(f"progress: level={d} frontier={frontier} new={new} distinct={self.distinct} "

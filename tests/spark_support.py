@@ -1,0 +1,72 @@
+"""Helpers for the Spark engine's tests (not a test module).
+
+One SparkContext per test module (``spark_module(master)`` makes the fixture),
+and ``same(model, sc, ...)``: run the local engine and the Spark engine on the same
+model and arguments and compare everything they report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker import bfs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spark_context(master: str, partitions: int):
+    from checker.spark.session import get_context
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("KMC_SPARK_LOG_LEVEL", "ERROR")
+    sc, created = get_context(master, partitions)
+    assert created, "a SparkContext was left running by another test module"
+    return sc
+
+
+def spark_module(master: str, partitions: int = 2):
+    """A module-scoped fixture: one SparkContext on ``master``, stopped afterwards."""
+
+    @pytest.fixture(scope="module")
+    def sc():
+        ctx = spark_context(master, partitions)
+        try:
+            yield ctx
+        finally:
+            ctx.stop()
+
+    return sc
+
+
+def summary(r) -> dict:
+    """Everything an engine reports that must not depend on the engine."""
+    st = r.stats
+    return {
+        "verdict": r.verdict,
+        "distinct": st.distinct,
+        "generated": st.generated,
+        "depth": st.depth,
+        "complete": st.complete,
+        "action_counts": dict(sorted(st.action_counts.items())),
+        "witnesses": dict(sorted(st.witnesses.items())),
+        "violations": [
+            (v.property, v.kind, v.message,
+             [(None if s.action is None else str(s.action), s.fingerprint) for s in v.path])
+            for v in r.violations
+        ],
+    }
+
+
+def same(model, sc, partitions: int | None = None, **kwargs):
+    """Check ``model`` with both engines; assert equal summaries; return both results."""
+    from checker.spark import check as spark_check
+
+    local = bfs.check(model, **kwargs)
+    spark = spark_check(model, sc=sc, partitions=partitions, **kwargs)
+    assert summary(spark) == summary(local)
+    return local, spark

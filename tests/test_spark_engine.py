@@ -1,0 +1,244 @@
+"""The Spark engine against the local engine on toy models, on local[2].
+
+Every test runs both engines on the same model and arguments and asserts that they
+report the same thing: verdict, distinct and generated counts, depth, action
+counts, witnesses, and every violation with its message and its path (actions and
+fingerprints), i.e. the same shortest counterexample.  The toys are small, so each
+run costs a few Spark jobs (about one per BFS level).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import threading
+
+import pytest
+
+from checker import bfs
+from checker.errors import ModelError, UsageError
+from checker.model import Model, action, always, sometimes
+from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED
+from checker.spark import check as spark_check
+from tests.spark_support import same, spark_module, summary
+from tests.test_bfs import Flaky, SetActions
+from tests.toys import Chain, DieHard, Glitch, Graph, Grid, Raising, SetState, Unbounded, Vacuous
+
+pytestmark = pytest.mark.spark
+
+sc = spark_module("local[2]", 2)
+
+
+# -- the same answers ------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: Grid(3), lambda: DieHard(), lambda: DieHard(solve=True), lambda: Chain(3),
+    lambda: Chain(3, terminal=True), lambda: Glitch(5, 3), lambda: Grid(4, 3), lambda: Unbounded(5),
+    lambda: Vacuous(2), lambda: Grid(2, corner_terminal=False),
+], ids=["grid", "diehard", "diehard-solve", "chain-deadlock", "chain-terminal", "glitch-step", "grid-sum",
+        "unbounded", "vacuous", "grid-corner-deadlock"])
+def test_toys_same_answers(sc, make):
+    local, spark = same(make(), sc)
+    assert spark.stats.distinct > 0
+
+
+def test_counterexamples_are_the_local_engines(sc):
+    local, spark = same(DieHard(solve=True), sc)
+    [v] = spark.violations
+    assert [None if s.action is None else s.action.name for s in v.path] == \
+        [None if s.action is None else s.action.name for s in local.violations[0].path]
+    assert len(v.path) == 7
+    local, spark = same(Glitch(5, 3), sc)
+    assert [s.state for s in spark.violations[0].path] == [0, 1, 2, 3, 2]
+    assert "Glitch(by=-1)" in spark.violations[0].message
+
+
+def test_keep_going_reports_each_property_once_in_the_local_order(sc):
+    props = [
+        always("XNot2", lambda s: s.x != 2),
+        always("XBelow2", lambda s: s.x < 2),
+        always("YNot3", lambda s: s.y != 3),
+        always("NotCorner", lambda s: (s.x, s.y) != (4, 4)),
+        always("Holds", lambda s: True),
+        always("NoIncYAfterX3", lambda s, a, t: not (s.x == 3 and a.name == "IncY"), step=True),
+        sometimes("Far", lambda s: s.x + s.y == 5),
+    ]
+    local, spark = same(Grid(4), sc, properties=props, keep_going=True)
+    assert len(spark.violations) == 5 and spark.stats.complete
+    same(Grid(4), sc, properties=props)
+
+
+def test_initial_states_violations_and_duplicates(sc):
+    same(Graph({"a": [("Go", "b")]}, init=("b", "a"), bad=("a",), terminal=("b",)), sc)
+    same(Graph({"a": [("Go", "b")]}, init=("b", "a"), bad=("a",), terminal=("b",)), sc, keep_going=True)
+    same(Graph({"a": [("Go", "b")]}, init=("a", "a", "b"), terminal=("b",)), sc)
+
+
+def test_shorter_deadlock_wins_over_a_deeper_violation(sc):
+    model = Graph({"a": [("A", "b"), ("B", "c")], "b": [("C", "d")]}, bad=("d",), terminal=("d",))
+    local, spark = same(model, sc)
+    assert [v.property for v in spark.violations] == [DEADLOCK]
+    same(model, sc, keep_going=True)
+
+
+def test_ties_between_partitions_follow_the_local_order(sc):
+    # Two paths of the same length reach the bad state z; the first in BFS order
+    # (through p, the first action) must be the one reported, whatever partition
+    # p and q land in.
+    edges = {"a": [("P", "p"), ("Q", "q")], "p": [("Z", "z")], "q": [("Z", "z"), ("W", "w")], "w": []}
+    for parts in (1, 2, 3, 4):
+        local, spark = same(Graph(edges, bad=("z", "w"), terminal=("z", "w")), sc, partitions=parts)
+        assert [s.action.name for s in spark.violations[0].path[1:]] == ["P", "Z"]
+
+
+# -- bounds ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cap", [1, 5, 15, 16])
+def test_max_states_cuts_where_the_local_engine_does(sc, cap):
+    local, spark = same(Grid(3), sc, max_states=cap)
+    assert spark.stats.distinct == cap
+
+
+def test_max_states_with_violations(sc):
+    same(Grid(4, 3), sc, max_states=6)
+    same(Grid(4, 3), sc, max_states=8)
+    same(Grid(4, 3), sc, max_states=9, keep_going=True)
+    same(Glitch(5, 3), sc, max_states=4)
+
+
+@pytest.mark.parametrize("depth", [0, 2, 6])
+def test_max_depth(sc, depth):
+    same(Grid(3), sc, max_depth=depth)
+
+
+def test_max_depth_deadlock_at_the_boundary(sc):
+    same(Chain(3), sc, max_depth=3)
+    same(Chain(3), sc, max_depth=3, keep_going=True)
+    same(Grid(2, corner_terminal=False), sc, max_depth=4, keep_going=True)
+    same(Vacuous(2), sc, max_depth=1)
+
+
+def test_bad_bounds_are_usage_errors(sc):
+    with pytest.raises(UsageError):
+        spark_check(Grid(1), sc=sc, max_depth=-1)
+    with pytest.raises(UsageError):
+        spark_check(Grid(1), sc=sc, max_states=0)
+    with pytest.raises(UsageError):
+        spark_check(Grid(1), sc=sc, partitions=0)
+
+
+# -- random graphs: every ordering corner at once --------------------------------------------
+
+def random_graph(rng: random.Random) -> tuple[Graph, dict]:
+    n = rng.randint(3, 9)
+    nodes = [f"s{i}" for i in range(n)]
+    edges = {}
+    for s in nodes:
+        k = rng.choice([0, 1, 2, 2, 3])
+        edges[s] = [(rng.choice("ABC"), rng.choice(nodes)) for _ in range(k)]
+    init = tuple(rng.choice(nodes) for _ in range(rng.choice([1, 1, 2])))
+    bad = tuple(s for s in nodes if rng.random() < 0.15)
+    terminal = tuple(s for s in nodes if rng.random() < 0.3)
+    kwargs = {"keep_going": rng.random() < 0.4, "check_deadlock": rng.random() < 0.7}
+    r = rng.random()
+    if r < 0.25:
+        kwargs["max_states"] = rng.randint(1, n)
+    elif r < 0.45:
+        kwargs["max_depth"] = rng.randint(0, 3)
+    return Graph(edges, init=init, bad=bad, terminal=terminal, witness=rng.choice(nodes)), kwargs
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_graphs(sc, seed):
+    rng = random.Random(seed)
+    model, kwargs = random_graph(rng)
+    kwargs["properties"] = list(model.properties()) + [
+        always("StepNotBack", lambda s, a, t: a.name != "C" or t >= s, step=True)]
+    same(model, sc, partitions=rng.choice([1, 2, 3]), **kwargs)
+
+
+def test_partition_count_changes_nothing(sc):
+    results = [summary(spark_check(DieHard(solve=True), sc=sc, partitions=p, keep_going=True)) for p in (1, 3)]
+    assert results[0] == results[1] == summary(bfs.check(DieHard(solve=True), keep_going=True))
+
+
+# -- model errors: the same messages, the model's exception chained ---------------------------
+
+def errors_of(fn):
+    with pytest.raises(ModelError) as e:
+        fn()
+    return e.value
+
+
+def test_raising_next_state(sc):
+    local = errors_of(lambda: bfs.check(Raising(5, at=2)))
+    spark = errors_of(lambda: spark_check(Raising(5, at=2), sc=sc))
+    assert str(spark) == str(local)
+    assert isinstance(spark.__cause__, ZeroDivisionError)
+
+
+def boom(s):
+    if s.x + s.y >= 2:
+        raise KeyError("zk")
+    return True
+
+
+def boom_witness(s):
+    return not boom(s)
+
+
+def boom_step(s, a, t):
+    if t.x == 2:
+        raise ValueError("step")
+    return True
+
+
+@pytest.mark.parametrize("prop", [
+    always("Broken", boom), sometimes("BrokenWitness", boom_witness), always("BrokenStep", boom_step, step=True),
+], ids=["state", "witness", "step"])
+def test_raising_predicates(sc, prop):
+    local = errors_of(lambda: bfs.check(Grid(3), properties=[prop]))
+    spark = errors_of(lambda: spark_check(Grid(3), sc=sc, properties=[prop]))
+    assert str(spark) == str(local)
+    assert type(spark.__cause__) is type(local.__cause__)
+
+
+def test_contract_breaches(sc):
+    for make in (SetState, SetActions, Flaky):
+        local = errors_of(lambda: bfs.check(make()))
+        spark = errors_of(lambda: spark_check(make(), sc=sc))
+        assert str(spark) == str(local), make.__name__
+
+
+class Unpicklable(Grid):
+    def __init__(self):
+        super().__init__(2)
+        self.lock = threading.Lock()
+
+
+def test_a_model_that_cannot_be_shipped_is_a_model_error(sc):
+    with pytest.raises(ModelError, match="cloudpickle"):
+        spark_check(Unpicklable(), sc=sc)
+
+
+# -- what the engine reports about itself ---------------------------------------------------
+
+def test_progress_lines_per_level(sc):
+    out = io.StringIO()
+    r = spark_check(Grid(3), sc=sc, progress=out)
+    lines = out.getvalue().splitlines()
+    pat = re.compile(r"progress: level=(\d+) frontier=(\d+) new=(\d+) distinct=(\d+) states/s=\d+ "
+                     r"level_seconds=\d+\.\d\d elapsed=\d+\.\ds$")
+    got = [pat.match(line) for line in lines]
+    assert all(got), lines
+    assert [int(m.group(1)) for m in got] == list(range(7))
+    assert [int(m.group(2)) for m in got] == [1, 2, 3, 4, 3, 2, 1]
+    assert int(got[-1].group(4)) == r.stats.distinct == 16
+
+
+def test_visited_set_costs_a_few_bytes_per_state(sc):
+    r = spark_check(DieHard(), sc=sc)
+    assert r.verdict == OK and r.stats.distinct == 16
+    assert r.engine["visited_bytes_per_state"] <= 32
+    assert r.engine["partitions"] == 2 and len(r.engine["levels"]) == 8
