@@ -55,13 +55,17 @@ from checker.fingerprint import format_fingerprint
 from checker.model import ALWAYS, SOMETIMES, Model, Property
 from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
 from checker.spark import tasks
-from checker.spark.tasks import (KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, TAG_PART,
-                                 ident)
+from checker.spark.tasks import KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, error_order, ident
 
 __all__ = ["check", "SparkCheckResult"]
 
 _PACK = struct.Struct(">H").pack
 DEADLOCK_MESSAGE = "no action is enabled in the last state and model.is_terminal() is False"
+
+
+def _order(ev: tuple) -> tuple:
+    """Where the local engine meets an outcome event: by key, phase, property."""
+    return (ev[0], ev[1], ev[2], 0)
 
 
 @dataclass
@@ -243,11 +247,10 @@ class _Run:
             rows = per[p]
             f_fp = np.array([r[0] for r in rows], dtype=np.int64)
             keys = b"".join(_PACK(r[1]) for r in rows)
-            states = tasks.pickle.dumps([r[2] for r in rows], tasks.PICKLE) if rows else b""
             order = np.argsort(f_fp, kind="stable")
             v_fp = f_fp[order]
             v_act = np.array([r[1] for r in rows], dtype=np.uint16)[order]
-            records.append((p, (TAG_PART, v_fp, v_fp.copy(), v_act, f_fp, keys, states)))
+            records.append((p, tasks.make_part(v_fp, v_fp.copy(), v_act, f_fp, keys, [r[2] for r in rows])))
         self.frontier_size = len(frontier)
         L = self.sc.parallelize(records, n).partitionBy(n, ident)
         L = self._keep(L)
@@ -313,85 +316,80 @@ class _Run:
         if len(ex) != n or len(mg) != n:
             raise RuntimeError(f"kmc spark engine: level {d}: statistics of {len(ex)}+{len(mg)} tasks, expected {n}+{n}")
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
-        used = sum(max(0, params["sample"] - e.get("sample_left", params["sample"])) for e in ex)
+        used = sum(max(0, params["sample"] - e["sample_left"]) for e in ex)
         new_total = sum(m["new"] for m in mg)
 
-        # Every event of the level, as (key, phase, property index or -1, kind, data).
-        errors = [e for x in ex + mg for e in x["errors"].values()]
+        # The events of the level (see checker.spark.tasks): outcomes and errors.
         deads = [x["dead"] for x in ex if x["dead"] is not None]
         dead = min(deads) if deads else None
-        steps = [(ev[0], ev[1], i, ev) for x in ex for i, ev in x["steps"].items()]
-        fails = [(ev[0], ev[1], i, ev) for x in mg for i, ev in x["fail"].items()]
-        wits = [(ev[0], ev[1], i, ev) for x in mg for i, ev in x["wit"].items()]
+        steps = [ev for x in ex for ev in x["steps"].values()]
+        outcomes = [ev for x in mg for ev in x["events"].values()]
+        fails = [ev for ev in outcomes if ev[1] == PH_PROP]
+        wits = [ev for ev in outcomes if ev[1] == PH_WITNESS]
+        first_of: dict[int, bytes] = {}   # property -> key of its first outcome at this level
+        for ev in steps + outcomes:
+            if ev[2] not in first_of or ev[0] < first_of[ev[2]]:
+                first_of[ev[2]] = ev[0]
+        self._first_of = first_of
+        errors = [e for x in ex + mg for e in x["errors"].values() if self._relevant(e, dead)]
         cap = None
         if self.max_states is not None and self.distinct + new_total > self.max_states:
             cap = (self._kth_key(L2, self.max_states - self.distinct + 1), PH_CAP)
 
         stop = None
-        report: list[tuple] = []   # (sort key, found record)
+        report: list[tuple] = []   # found records, in the order the local engine finds them
+        err = min(errors, key=error_order) if errors else None
         if not self.keep_going:
-            cands = [(dead[0], dead[1], -1)] if dead is not None else []
-            cands += [(k, ph, i) for k, ph, i, _ in steps] + [(k, ph, i) for k, ph, i, _ in fails]
+            cands = [_order(ev) for ev in steps + fails] + ([_order(dead)] if dead is not None else [])
             if cap is not None:
-                cands.append((cap[0], cap[1], -1))
+                cands.append((cap[0], cap[1], -1, 0))
             first = min(cands) if cands else None
-            err = min(errors, key=lambda e: e[:2]) if errors else None
-            if err is not None and (first is None or err[:2] < first[:2]):
+            if err is not None and (first is None or error_order(err) < first):
                 self._raise(err, L, L2)
             if first is not None:
                 stop = first[:2]
-                if cap is not None and first[:2] == cap:
+                if cap is not None and stop == cap:
                     self.cut = True
-                elif dead is not None and first[:2] == dead[:2]:
+                elif dead is not None and stop == dead[:2]:
                     report = [self._dead_record(dead)]
                 else:
-                    rec = self._failure_record(first, steps, fails)
-                    report = [rec]
+                    ev = next(ev for ev in steps + fails if _order(ev) == first)
+                    report = [self._outcome_record(ev)]
                     if self.check_deadlock:
                         report = self._shorter_deadlock(first, dead, errors, L, L2) or report
-                self.stopped = self.stopped or not self.cut
+                    self.stopped = True
+                if report and report[0][0] == DEADLOCK:
+                    self.stopped = True
         else:
             if cap is not None:
                 stop = cap
                 self.cut = True
-            considered = []
-            for e in errors:
-                if e[2] == "terminal" and dead is not None and e[:2] > dead[:2]:
-                    continue
-                if stop is None or e[:2] < stop:
-                    considered.append(e)
-            if considered:
-                self._raise(min(considered, key=lambda e: e[:2]), L, L2)
-            events = []
+            if err is not None and (stop is None or error_order(err) < (stop[0], stop[1], -1, 0)):
+                self._raise(err, L, L2)
+            events = [ev for ev in steps + fails if stop is None or ev[:2] < stop]
             if dead is not None and not self.deadlock_found and (stop is None or dead[:2] < stop):
-                events.append(((dead[0], dead[1], -1), self._dead_record(dead)))
-            for k, ph, i, ev in sorted(steps):
-                if stop is None or (k, ph) < stop:
-                    events.append(((k, ph, i), self._step_record(i, ev)))
-            for k, ph, i, ev in sorted(fails):
-                if stop is None or (k, ph) < stop:
-                    events.append(((k, ph, i), self._fail_record(i, ev)))
-            events.sort(key=lambda e: e[0])
+                events.append(dead)
             seen = set()
-            for _, rec in events:
-                if rec[0] in seen:
-                    continue
-                seen.add(rec[0])
-                report.append(rec)
+            for ev in sorted(events, key=_order):
+                rec = self._dead_record(ev) if ev[1] == PH_DEAD and ev[2] == -1 else self._outcome_record(ev)
+                if rec[0] not in seen:
+                    seen.add(rec[0])
+                    report.append(rec)
 
         # Witnesses reached at this level (before the stop, if any).
-        for k, ph, i, ev in wits:
-            name = self.props[i].name
-            if self.witnesses.get(name) is None and (stop is None or (k, ph) < stop):
+        for ev in wits:
+            name = self.props[ev[2]].name
+            if self.witnesses.get(name) is None and (stop is None or ev[:2] < stop):
                 self.witnesses[name] = d + 1
+        known = {f[0] for f in self.found}
         for rec in report:
-            if rec[0] not in {f[0] for f in self.found}:
+            if rec[0] not in known:
                 self.found.append(rec)
-        if any(r[0] == DEADLOCK for r in report):
+                known.add(rec[0])
+        if DEADLOCK in known:
             self.deadlock_found = True
-        failed = {r[0] for r in self.found}
-        self.active_props = [i for i in self.active_props if self.props[i].name not in failed]
-        self.active_steps = [i for i in self.active_steps if self.props[i].name not in failed]
+        self.active_props = [i for i in self.active_props if self.props[i].name not in known]
+        self.active_steps = [i for i in self.active_steps if self.props[i].name not in known]
         self.active_wits = [i for i in self.active_wits if self.witnesses.get(self.props[i].name) is None]
         self.sample_left = max(0, self.sample_left - used)
 
@@ -447,30 +445,38 @@ class _Run:
         return self.search._message(name, what)
 
     def _dead_record(self, dead) -> tuple:
-        return (DEADLOCK, "deadlock", dead[2], None, DEADLOCK_MESSAGE)
+        return (DEADLOCK, "deadlock", dead[3], None, DEADLOCK_MESSAGE)
 
-    def _step_record(self, i: int, ev) -> tuple:
-        _, _, sfp, idx, h = ev
-        return (self.props[i].name, ALWAYS, sfp, (idx, h), None)  # message: see _violation
+    def _outcome_record(self, ev) -> tuple:
+        """The found record (checker.bfs's shape) of a failure event."""
+        key, phase, prop, sfp, i, tfp = ev
+        name = self.props[prop].name
+        if phase == PH_STEP:
+            return (name, ALWAYS, sfp, (i, tfp), None)   # message: see _violation
+        return (name, ALWAYS, tfp, None, self._message(name, "does not hold in the last state"))
 
-    def _fail_record(self, i: int, ev) -> tuple:
-        name = self.props[i].name
-        return (name, ALWAYS, ev[2], None, self._message(name, "does not hold in the last state"))
+    def _relevant(self, e, dead) -> bool:
+        """Would the local engine meet this error?  Not in a predicate of a property
+        it no longer checks there, nor in is_terminal() after a deadlock."""
+        key, phase, prop, kind = e[:4]
+        if prop >= 0 and prop in self._first_of and self._first_of[prop] < key:
+            return False
+        if kind == "terminal" and dead is not None and dead[:2] < e[:2]:
+            return False
+        return True
 
-    def _failure_record(self, first, steps, fails) -> tuple:
-        k, ph, i = first
-        for kk, pp, ii, ev in steps + fails:
-            if (kk, pp, ii) == (k, ph, i):
-                return self._step_record(i, ev) if ph == PH_STEP else self._fail_record(i, ev)
-        raise RuntimeError("kmc spark engine: lost the first violation of the level")
+    def _active_at(self, indices: list, key: bytes) -> list:
+        first = self._first_of
+        return [(self.props[i].name, self.props[i].predicate) for i in indices
+                if i not in first or first[i] >= key]
 
     def _shorter_deadlock(self, first, dead, errors, L, L2):
         """checker.bfs scans the rest of the level for a deadlock when the first
         violation is one level deeper: a deadlock (or an error of actions() or
         is_terminal() on the way to it) after the violating state wins."""
         skey = first[0][:-KEY_BYTES]
-        late = [e for e in errors if e[2] in ("state", "terminal") and e[0] > skey]
-        err = min(late, key=lambda e: e[:2]) if late else None
+        late = [e for e in errors if e[3] in ("state", "terminal") and e[0] > skey]
+        err = min(late, key=error_order) if late else None
         if err is not None and (dead is None or err[:2] < dead[:2]):
             self._raise(err, L, L2, scan=True)
         if dead is not None:
@@ -537,7 +543,7 @@ class _Run:
         elif not self.keep_going:
             end = dead[:2] if dead is not None else None
         elif dead is not None:
-            errors = [e for e in errors if not (e[2] == "terminal" and e[:2] > dead[:2])]
+            errors = [e for e in errors if not (e[3] == "terminal" and e[:2] > dead[:2])]
             if any(e[:2] > dead[:2] for e in errors):
                 after = self._boundary_job(L, cd, dead[0])
                 acting2 = min([e["acting_after"] for e in after if e["acting_after"] is not None], default=None)
@@ -673,19 +679,22 @@ class _Run:
     # -- model errors, re-derived on the driver ---------------------------------------
 
     def _raise(self, err, L, L2, scan: bool = False, boundary: bool = False):
-        """Re-derive the first model error of the level on the driver and raise it
-        with the model's exception chained, as checker.bfs does; if the model does
-        not fail again (it is not deterministic), raise the executor's message."""
-        key, phase, kind, fp, idx, msg = err
-        self.L = L2 if (kind == "new" and L2 is not None) else L
+        """Re-derive a model error found on an executor: rebuild the state from the
+        parent links and make the calls checker.bfs makes there, with the properties
+        it still checks there, so that the same ModelError is raised with the
+        model's exception chained.  If the model does not fail again (it is not
+        deterministic), raise the executor's message."""
+        key, phase, prop, kind, fp, idx, msg = err
+        self.L = L2 if L2 is not None else L
         search = self.search
         model = self.model
         d = self.level
         try:
-            path = self._rebuild(fp)
+            s = self._rebuild(fp)[-1].state
+        except ModelError:
+            raise
         except Exception:  # noqa: BLE001
             raise ModelError(msg) from None
-        s = path[-1].state
         if kind in ("state", "terminal"):
             if scan:
                 try:
@@ -717,45 +726,68 @@ class _Run:
                 acts = search._as_list(acts, s, d)
             if kind == "state" and not boundary:
                 search._check_actions(s, acts, d)
+                if len(acts) > tasks.MAX_INDEX:
+                    raise ModelError(msg)
             if kind == "terminal":
                 try:
                     model.is_terminal(s)
                 except Exception as e:  # noqa: BLE001
                     raise search._error("is_terminal(state)", s, d, e) from e
             raise ModelError(msg)
-        acts = list(model.actions(s))
-        a = acts[idx]
+        a = list(model.actions(s))[idx]
         if kind == "trans":
-            try:
-                t = model.next_state(s, a)
-            except Exception as e:  # noqa: BLE001
-                raise search._error("next_state(state, action)", s, d, e, act=a) from e
-            search._check_successor(s, a, t, d)
-            try:
-                self.fp(t)
-            except Exception as e:  # noqa: BLE001
-                raise search._error("encode(state)", t, d + 1, e, via=a) from e
-            for i in self.active_steps:
-                p = self.props[i]
+            if prop < 0:
                 try:
-                    p.predicate(s, a, t)
+                    t = model.next_state(s, a)
                 except Exception as e:  # noqa: BLE001
-                    raise search._error(f"the predicate of step property {p.name!r}", s, d, e, act=a) from e
+                    raise search._error("next_state(state, action)", s, d, e, act=a) from e
+                search._check_successor(s, a, t, d)
+                try:
+                    self.fp(t)
+                except Exception as e:  # noqa: BLE001
+                    raise search._error("encode(state)", t, d + 1, e, via=a) from e
+                raise ModelError(msg)
+            t = model.next_state(s, a)
+            checks = self._active_at(self.active_steps, key)
+            try:
+                for chk in checks:
+                    if not chk[1](s, a, t):
+                        break
+                else:
+                    chk = None
+            except Exception as e:  # noqa: BLE001
+                raise search._error(f"the predicate of step property {chk[0]!r}", s, d, e, act=a) from e
+            if chk is not None:
+                for name, pred in checks:
+                    search._call_pred(name, pred, (s, a, t), s, d, a, kind="step property")
             raise ModelError(msg)
-        # kind == "new": a witness or state predicate on a new state
+        # kind == "new": the witnesses, then the state properties, of a new state
         t = model.next_state(s, a)
-        for i in self.active_wits:
-            p = self.props[i]
-            try:
-                p.predicate(t)
-            except Exception as e:  # noqa: BLE001
-                raise search._error(f"the predicate of sometimes property {p.name!r}", t, d + 1, e, via=a) from e
-        for i in self.active_props:
-            p = self.props[i]
-            try:
-                p.predicate(t)
-            except Exception as e:  # noqa: BLE001
-                raise search._error(f"the predicate of property {p.name!r}", t, d + 1, e, via=a) from e
+        d1 = d + 1
+        wits = self._active_at(self.active_wits, key)
+        try:
+            for chk in wits:
+                if chk[1](t):
+                    break
+            else:
+                chk = None
+        except Exception as e:  # noqa: BLE001
+            raise search._error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
+        if chk is not None:
+            for name, pred in wits:
+                search._call_pred(name, pred, (t,), t, d1, None, kind="sometimes property")
+        checks = self._active_at(self.active_props, key)
+        try:
+            for chk in checks:
+                if not chk[1](t):
+                    break
+            else:
+                chk = None
+        except Exception as e:  # noqa: BLE001
+            raise search._error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
+        if chk is not None:
+            for name, pred in checks:
+                search._call_pred(name, pred, (t,), t, d1, None)
         raise ModelError(msg)
 
     # -- checkpoints --------------------------------------------------------------------

@@ -8,17 +8,26 @@ broadcast variable (see ``Context``).
 Data layout, one record per partition and per level, keyed by the partition
 number (a state's partition is ``fingerprint % n``):
 
-``PART = (TAG_PART, v_fp, v_parent, v_act, f_fp, f_keys, f_states)``
+``PART = (TAG_PART, v_fp, v_parent, v_act, f_fp, f_keys, f_blob, f_pos, blobs)``
     the partition's visited set, sorted by fingerprint, with its parent links
     (``int64`` fingerprints, ``int64`` parent fingerprints, ``uint16`` action
     indices: 18 bytes per state; an initial state is its own parent and its action
     index is its place in ``init_states()``), and its frontier: the states of the
     current level in BFS order, as ``int64`` fingerprints, their order keys
-    concatenated (``f_keys``) and the states pickled together as one list.
+    concatenated (``f_keys``), and where each state is: list ``f_blob[j]`` of
+    ``blobs`` (pickled lists of states, as they arrived from the source
+    partitions) at position ``f_pos[j]``.
 
-``CAND = (TAG_CAND, source, fps, parents, acts, keys, states)``
-    the successors one source partition sends to one destination, already
-    deduplicated inside the source partition.
+``CAND = (TAG_CAND, source, fps, parents, acts, keys, blob, flags)``
+    the successors one source partition sends to one destination, deduplicated
+    inside the source partition, pickled together (so that siblings share their
+    common parts), with ``flags``: the outcome of the state properties and
+    witnesses on each of them, where it is not "holds" / "not reached".
+
+A state is pickled once, where it is generated, and unpickled once, where it is
+expanded; the destination only selects.  That is why state properties and
+witnesses are evaluated at the source, on every successor: the destination then
+keeps the outcomes of the states that turn out to be new.
 
 The order key of a state at depth d is its path from the initial states: the index
 of its initial state, then the index of each action in the ``actions()`` list of
@@ -29,6 +38,16 @@ comparing keys tells, without a global sort, which of two events the local engin
 meets first.  Events are ordered by ``(key, phase)``: a state-level event has the
 state's key, a transition ``(s, i)`` has ``key(s) + i``, which sorts after every
 state-level event of ``s`` and before anything of the next state.
+
+Events (``stats`` of every task, gathered by the driver):
+
+- a property outcome ``(key, phase, prop, sfp, action index, tfp)``: a failure
+  (state or step property) or a witness reached; a deadlock is
+  ``(key, PH_DEAD, -1, sfp, -1, 0)``;
+- a model error ``(key, phase, prop, kind, fp, action index, message)``, ``prop``
+  the property whose predicate raised, or -1.  The driver decides whether the
+  local engine would have met it (before the stop; a property's predicate only
+  while that property is still checked).
 """
 
 from __future__ import annotations
@@ -44,13 +63,14 @@ import numpy as np
 from pyspark.accumulators import AccumulatorParam
 
 from checker.errors import ModelError
-from checker.model import ALWAYS, SOMETIMES, Model
+from checker.model import Model
 
 TAG_PART = 0
 TAG_CAND = 1
 KEY_BYTES = 2
 MAX_INDEX = 0xFFFF
 _PACK = struct.Struct(">H").pack
+_PACKED = [_PACK(i) for i in range(256)]
 PICKLE = pickle.HIGHEST_PROTOCOL
 
 # Event phases inside one key (see the module docstring).  State-level keys:
@@ -60,7 +80,12 @@ PICKLE = pickle.HIGHEST_PROTOCOL
 PH_STATE, PH_DEAD = 0, 1
 PH_NEXT, PH_STEP, PH_CAP, PH_WITNESS, PH_PROP = 0, 1, 2, 3, 4
 
+# Outcomes in CAND flags: a state property fails, a witness is reached, a
+# witness's or a state property's predicate raises.
+FAILED, REACHED, WITNESS_RAISED, PROP_RAISED = 0, 1, 2, 3
+
 EMPTY_I64 = np.zeros(0, dtype=np.int64)
+EMPTY_I32 = np.zeros(0, dtype=np.int32)
 EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
 
@@ -85,6 +110,13 @@ class StatsParam(AccumulatorParam):
 def peak_rss() -> int:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024
+
+
+def error_order(e: tuple) -> tuple:
+    """Errors sort before property outcomes of the same key and phase (checker.bfs
+    evaluates every remaining predicate of a failing state, so a raising one wins),
+    and among themselves in the order of the property list."""
+    return (e[0], e[1], -1, e[2])
 
 
 # ------------------------------------------------------------------ the model, once
@@ -119,14 +151,16 @@ def context(token: str, payload: Any) -> Context:
     return ctx
 
 
-def _error_event(key: bytes, phase: int, where: str, sfp: int, index: int, exc: BaseException) -> tuple:
-    return (key, phase, where, int(sfp), index, str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}")
+def _message(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
 
 
-def _keep_min(d: dict, name: Any, event: tuple) -> None:
-    old = d.get(name)
-    if old is None or event[:2] < old[:2]:
-        d[name] = event
+def _keep_error(errors: dict, event: tuple) -> None:
+    """Keep the first error of each (kind, property)."""
+    name = (event[3], event[2])
+    old = errors.get(name)
+    if old is None or error_order(event) < error_order(old):
+        errors[name] = event
 
 
 def _part_of(records, pid: int):
@@ -138,31 +172,48 @@ def _part_of(records, pid: int):
     return part
 
 
+def frontier_states(part: tuple) -> list:
+    """The frontier of a PART, in BFS order."""
+    f_blob, f_pos, blobs = part[6], part[7], part[8]
+    if not len(f_blob):
+        return []
+    lists = [pickle.loads(b) if b else [] for b in blobs]
+    return [lists[j][p] for j, p in zip(f_blob.tolist(), f_pos.tolist())]
+
+
+def make_part(v_fp, v_par, v_act, f_fp, f_keys: bytes, states: list) -> tuple:
+    """A PART whose frontier is ``states`` (in BFS order), pickled as one list."""
+    n = len(states)
+    return (TAG_PART, v_fp, v_par, v_act, f_fp, f_keys, np.zeros(n, dtype=np.int32),
+            np.arange(n, dtype=np.int32), [pickle.dumps(states, PICKLE)] if n else [])
+
+
 # ------------------------------------------------------------------------- expand
 
 def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     """Expand the frontier of one partition: successors, their fingerprints, step
-    properties, deadlocks; successors deduplicated inside the partition (the first,
-    i.e. smallest, key wins) and bucketed by destination partition.
+    properties, deadlocks, and the state properties and witnesses of every
+    successor; successors deduplicated inside the partition (the first, i.e.
+    smallest, key wins) and bucketed by destination partition.
 
-    ``params``: level, n, sample (successors to validate in this task), steps
-    (indices of the active step properties), deadlock (bool), bound (None, or
-    ``(key, inclusive)``: only transitions up to that key; count mode emits no
-    candidates), boundary (bool: the level at max_depth, nothing is expanded)."""
+    ``params``: level, n, sample (successors to validate in this task), steps,
+    props, witnesses (indices of the properties still checked), deadlock (bool),
+    bound (None, or ``(key, inclusive)``: count the transitions up to that key and
+    emit nothing), boundary (bool: the level at max_depth, nothing is expanded),
+    acting_after (boundary: report the first state with actions after this key)."""
     ctx = context(params["token"], payload)
     part = _part_of(records, pid)
     level = params["level"]
-    n = params["n"]
     stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "dead": None, "steps": {}, "errors": {},
-                             "acting": None, "acting_after": None}
-    out_keys: list = []
+                             "acting": None, "acting_after": None, "sample_left": params.get("sample", 0)}
+    out: list = []
     if part is not None and len(part[4]):
-        _expand_states(ctx, params, part, stats, out_keys)
+        _expand_states(ctx, params, part, stats, out)
     stats["rss"] = peak_rss()
     acc.add({("expand", level, pid): stats})
     if params.get("bound") is not None or params.get("boundary"):
         return iter(())
-    return _buckets(out_keys, n, pid)
+    return _buckets(out, params["n"], pid)
 
 
 def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list) -> None:
@@ -179,12 +230,13 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     level = params["level"]
     d1 = level + 1
     sample = params.get("sample", 0)
-    step_checks = [(props[i].name, props[i].predicate, i) for i in params.get("steps", ())]
+    step_checks = [(props[i].predicate, i) for i in params.get("steps", ())]
+    wit_checks = [(props[i].predicate, i) for i in params.get("witnesses", ())]
+    state_checks = [(props[i].predicate, i) for i in params.get("props", ())]
     check_deadlock = params.get("deadlock", False)
     boundary = params.get("boundary", False)
-    after = params.get("acting_after")  # boundary: the first state with actions after this key
+    after = params.get("acting_after")
     bound = params.get("bound")
-    bkey, bincl = bound if bound is not None else (None, False)
     counting = bound is not None
     counts = stats["acts"]
     cget = counts.get
@@ -194,19 +246,27 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     f_fp = part[4]
     keys = part[5]
     kl = len(keys) // len(f_fp)
-    states = pickle.loads(part[6])
+    states = frontier_states(part)
     stats["frontier"] = len(states)
     fps_list = f_fp.tolist()
+    if counting:
+        bkey, bincl = bound
+        bstate = bkey[:kl]
 
-    seen: dict[int, int] = {}
+    seen: set = set()
+    add_seen = seen.add
     c_fp: list = []
     c_par: list = []
     c_act: list = []
     c_key: list = []
     c_state: list = []
+    c_flags: list = []   # (candidate index, prop, outcome, message)
+    fp_append, par_append, act_append = c_fp.append, c_par.append, c_act.append
+    key_append, state_append = c_key.append, c_state.append
+    prop_checks = bool(wit_checks or state_checks)
+    packed = _PACKED
     generated = 0
 
-    bstate = bkey[:kl] if counting else None
     for j, s in enumerate(states):
         sfp = fps_list[j]
         key = keys[j * kl:(j + 1) * kl]
@@ -216,16 +276,16 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             try:
                 inside = model.within_boundary(s)
             except Exception as e:  # noqa: BLE001
-                _keep_min(errors, "state", _error_event(key, PH_STATE, "state", sfp, -1,
-                                                        search._error("within_boundary(state)", s, level, e)))
+                _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
+                                     _message(search._error("within_boundary(state)", s, level, e))))
                 continue
             if not inside:
                 continue
         try:
             acts = actions(s)
         except Exception as e:  # noqa: BLE001
-            _keep_min(errors, "state", _error_event(key, PH_STATE, "state", sfp, -1,
-                                                    search._error("actions(state)", s, level, e)))
+            _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
+                                 _message(search._error("actions(state)", s, level, e))))
             continue
         try:
             if type(acts) is not list and (boundary or type(acts) is not tuple):
@@ -233,7 +293,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if sample and not boundary and not counting:
                 search._check_actions(s, acts, level)
         except ModelError as e:
-            _keep_min(errors, "state", _error_event(key, PH_STATE, "state", sfp, -1, e))
+            _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1, _message(e)))
             continue
         if boundary:
             if acts:
@@ -249,30 +309,30 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 _dead_end(ctx, key, sfp, s, level, stats)
             continue
         if len(acts) > MAX_INDEX:
-            _keep_min(errors, "state", _error_event(key, PH_STATE, "state", sfp, -1, ModelError(
-                f"actions(state) returned {len(acts)} actions at depth {level}; the Spark engine numbers "
-                f"actions with 16 bits and supports at most {MAX_INDEX} per state")))
+            _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
+                                 f"actions(state) returned {len(acts)} actions at depth {level}; the Spark engine "
+                                 f"numbers actions with 16 bits and supports at most {MAX_INDEX} per state"))
             continue
         for i, a in enumerate(acts):
-            tkey = key + pack(i)
+            tkey = key + (packed[i] if i < 256 else pack(i))
             if counting and (tkey > bkey or (tkey == bkey and not bincl)):
                 break
             try:
                 t = next_state(s, a)
             except Exception as e:  # noqa: BLE001
-                _keep_min(errors, "trans", _error_event(tkey, PH_NEXT, "trans", sfp, i,
-                                                        search._error("next_state(state, action)", s, level, e, act=a)))
+                _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
+                                     _message(search._error("next_state(state, action)", s, level, e, act=a))))
                 break
             if sample and not counting:
                 sample -= 1
                 try:
                     search._check_successor(s, a, t, level)
                 except ModelError as e:
-                    _keep_min(errors, "trans", _error_event(tkey, PH_NEXT, "trans", sfp, i, e))
+                    _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, _message(e)))
                     break
                 except Exception as e:  # noqa: BLE001 - next_state raised on the second call
-                    _keep_min(errors, "trans", _error_event(tkey, PH_NEXT, "trans", sfp, i,
-                                                            search._error("next_state(state, action)", s, level, e, act=a)))
+                    _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, _message(
+                        search._error("next_state(state, action)", s, level, e, act=a))))
                     break
             name = a[0]
             counts[name] = cget(name, 0) + 1
@@ -283,73 +343,121 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                "little", signed=True)
             except Exception as e:  # noqa: BLE001
-                _keep_min(errors, "trans", _error_event(tkey, PH_NEXT, "trans", sfp, i,
-                                                        search._error("encode(state)", t, d1, e, via=a)))
+                _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
+                                     _message(search._error("encode(state)", t, d1, e, via=a))))
                 break
             if step_checks:
-                failed = []
-                try:
-                    for chk in step_checks:
-                        if not chk[1](s, a, t):
-                            failed.append(chk)
-                except Exception as e:  # noqa: BLE001
-                    _keep_min(errors, "trans", _error_event(tkey, PH_STEP, "trans", sfp, i, search._error(
-                        f"the predicate of step property {chk[0]!r}", s, level, e, act=a)))
-                    break
-                if failed:
-                    for chk in failed:
-                        steps_failed[chk[2]] = (tkey, PH_STEP, int(sfp), i, int(h))
-                    step_checks = [c for c in step_checks if c not in failed]
+                done = None
+                for chk in step_checks:
+                    try:
+                        ok = chk[0](s, a, t)
+                    except Exception as e:  # noqa: BLE001
+                        _keep_error(errors, (tkey, PH_STEP, chk[1], "trans", sfp, i, _message(search._error(
+                            f"the predicate of step property {props[chk[1]].name!r}", s, level, e, act=a))))
+                        done = (done or []) + [chk]
+                        continue
+                    if not ok:
+                        steps_failed[chk[1]] = (tkey, PH_STEP, chk[1], sfp, i, h)
+                        done = (done or []) + [chk]
+                if done:
+                    # Later outcomes of these properties in this partition cannot be the first.
+                    step_checks = [c for c in step_checks if c not in done]
             if h in seen:
                 continue
-            seen[h] = 1
-            c_fp.append(h)
-            c_par.append(sfp)
-            c_act.append(i)
-            c_key.append(tkey)
-            c_state.append(t)
+            add_seen(h)
+            if prop_checks:
+                # Fast path, as in checker.bfs: nothing reached, nothing fails, nothing
+                # raises.  Otherwise every predicate is evaluated on its own.
+                slow = False
+                try:
+                    for chk in wit_checks:
+                        if chk[0](t):
+                            slow = True
+                            break
+                    else:
+                        for chk in state_checks:
+                            if not chk[0](t):
+                                slow = True
+                                break
+                except Exception:  # noqa: BLE001
+                    slow = True
+                if slow:
+                    _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, len(c_fp), c_flags)
+            fp_append(h)
+            par_append(sfp)
+            act_append(i)
+            key_append(tkey)
+            state_append(t)
     stats["gen"] = generated
     stats["sample_left"] = sample
-    out.append((c_fp, c_par, c_act, c_key, c_state))
+    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags))
+
+
+def _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, index, flags) -> None:
+    """Witnesses, then state properties, on a successor that may be new; every
+    predicate on its own, so that the driver can tell which outcomes the local
+    engine would have seen."""
+    for pred, p in wit_checks:
+        try:
+            if pred(t):
+                flags.append((index, p, REACHED, None))
+        except Exception as e:  # noqa: BLE001
+            flags.append((index, p, WITNESS_RAISED, _message(search._error(
+                f"the predicate of sometimes property {props[p].name!r}", t, d1, e, via=a))))
+    for pred, p in state_checks:
+        try:
+            if not pred(t):
+                flags.append((index, p, FAILED, None))
+        except Exception as e:  # noqa: BLE001
+            flags.append((index, p, PROP_RAISED, _message(search._error(
+                f"the predicate of property {props[p].name!r}", t, d1, e, via=a))))
 
 
 def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dict) -> None:
     try:
         terminal = ctx.model.is_terminal(s)
     except Exception as e:  # noqa: BLE001
-        _keep_min(stats["errors"], "terminal", _error_event(key, PH_DEAD, "terminal", sfp, -1,
-                                                            ctx.search._error("is_terminal(state)", s, level, e)))
+        _keep_error(stats["errors"], (key, PH_DEAD, -1, "terminal", sfp, -1,
+                                      _message(ctx.search._error("is_terminal(state)", s, level, e))))
         return
     if not terminal:
-        stats["dead"] = (key, PH_DEAD, int(sfp))
+        stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
 
 
 def _buckets(out: list, n: int, pid: int):
-    if not out:
-        c_fp, c_par, c_act, c_key, c_state = [], [], [], [], []
+    if out:
+        c_fp, c_par, c_act, c_key, c_state, c_flags = out[0]
     else:
-        c_fp, c_par, c_act, c_key, c_state = out[0]
+        c_fp, c_par, c_act, c_key, c_state, c_flags = [], [], [], [], [], []
     fp = np.array(c_fp, dtype=np.int64)
     par = np.array(c_par, dtype=np.int64)
     act = np.array(c_act, dtype=np.uint16)
     dest = fp % n
+    flags_by: dict[int, list] = {}
+    for f in c_flags:
+        flags_by.setdefault(f[0], []).append(f)
     for d in range(n):
         idx = np.flatnonzero(dest == d)
         sel = idx.tolist()
+        flags = []
+        if flags_by:
+            for pos, i in enumerate(sel):
+                for f in flags_by.get(i, ()):
+                    flags.append((pos, f[1], f[2], f[3]))
         yield (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
                    b"".join([c_key[i] for i in sel]),
-                   pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b""))
+                   pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b"",
+                   flags))
 
 
 # -------------------------------------------------------------------------- merge
 
 def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     """Merge the candidates a partition received into its visited set: keep the
-    smallest key of each fingerprint, drop the visited ones, check the new states
-    (witnesses, state properties) in key order, and produce the next frontier."""
-    ctx = context(params["token"], payload)
+    smallest key of each fingerprint, drop the visited ones, keep the outcomes of
+    the properties on the new states, and make them the next frontier (in key
+    order; the states themselves stay pickled as they came)."""
     level = params["level"]
-    d1 = level + 1
     part = None
     blobs = []
     for k, v in records:
@@ -357,15 +465,14 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
             raise RuntimeError(f"kmc spark engine: partition {pid} received a record for partition {k}")
         if v[0] == TAG_PART:
             part = v
-        else:
+        elif len(v[2]):
             blobs.append(v)
     if part is None:
         raise RuntimeError(f"kmc spark engine: partition {pid} lost its visited set")
     v_fp, v_par, v_act = part[1], part[2], part[3]
     kl = KEY_BYTES * (level + 2)
-    stats: dict[str, Any] = {"new": 0, "wit": {}, "fail": {}, "errors": {}}
+    stats: dict[str, Any] = {"new": 0, "events": {}, "errors": {}}
 
-    blobs = [b for b in blobs if len(b[2])]
     if blobs:
         fps = np.concatenate([b[2] for b in blobs])
         pars = np.concatenate([b[3] for b in blobs])
@@ -378,102 +485,70 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
         first = np.ones(len(fs), dtype=bool)
         first[1:] = fs[1:] != fs[:-1]
         sel = order[first]
-        ufp = fps[sel]
         if len(v_fp):
+            ufp = fps[sel]
             at = np.searchsorted(v_fp, ufp)
             at[at >= len(v_fp)] = 0
-            known = v_fp[at] == ufp
-            sel = sel[~known]
-        # New states in BFS order: by key.
-        sel = sel[np.argsort(keys[sel], kind="stable")]
+            sel = sel[v_fp[at] != ufp]
+        sel = sel[np.argsort(keys[sel], kind="stable")]   # BFS order
     else:
-        sel = np.zeros(0, dtype=np.int64)
+        sel = EMPTY_I64
 
-    new_n = len(sel)
-    stats["new"] = new_n
-    if new_n:
+    stats["new"] = len(sel)
+    if len(sel):
         n_fp = fps[sel]
         n_par = pars[sel]
         n_act = acts[sel]
         n_keys = keys[sel]
-        n_src = src[sel].tolist()
-        n_pos = pos[sel].tolist()
-        loaded: dict[int, list] = {}
-        new_states = []
-        for j, p in zip(n_src, n_pos):
-            lst = loaded.get(j)
-            if lst is None:
-                lst = loaded[j] = pickle.loads(blobs[j][6])
-            new_states.append(lst[p])
-        loaded.clear()
-        _check_new(ctx, params, new_states, n_fp, n_par, n_act, n_keys, d1, stats)
-        # The visited set grows by the new states, kept sorted by fingerprint.
+        n_src = src[sel]
+        n_pos = pos[sel]
+        if any(b[7] for b in blobs):
+            _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats)
         by_fp = np.argsort(n_fp, kind="stable")
         ins = np.searchsorted(v_fp, n_fp[by_fp])
         v_fp = np.insert(v_fp, ins, n_fp[by_fp])
         v_par = np.insert(v_par, ins, n_par[by_fp])
         v_act = np.insert(v_act, ins, n_act[by_fp])
-        f_fp = n_fp
-        f_keys = n_keys.tobytes()
-        f_states = pickle.dumps(new_states, PICKLE)
+        used = np.unique(n_src)
+        remap = np.full(len(blobs), -1, dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        new_part = (TAG_PART, v_fp, v_par, v_act, n_fp, n_keys.tobytes(), remap[n_src], n_pos.astype(np.int32),
+                    [blobs[j][6] for j in used.tolist()])
     else:
-        f_fp, f_keys, f_states = EMPTY_I64, b"", b""
+        new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [])
     stats["visited"] = len(v_fp)
     stats["visited_bytes"] = int(v_fp.nbytes + v_par.nbytes + v_act.nbytes)
-    stats["frontier_bytes"] = int(f_fp.nbytes + len(f_keys) + len(f_states))
+    stats["frontier_bytes"] = int(new_part[4].nbytes + len(new_part[5]) + sum(len(b) for b in new_part[8]))
     stats["rss"] = peak_rss()
     acc.add({("merge", level, pid): stats})
-    yield (pid, (TAG_PART, v_fp, v_par, v_act, f_fp, f_keys, f_states))
+    yield (pid, new_part)
 
 
-def _check_new(ctx: Context, params: dict, states: list, n_fp, n_par, n_act, n_keys, d1: int, stats: dict) -> None:
-    props = ctx.props
-    search = ctx.search
-    wits = [(props[i].name, props[i].predicate, i) for i in params.get("witnesses", ())]
-    checks = [(props[i].name, props[i].predicate, i) for i in params.get("props", ())]
-    if not wits and not checks:
+def _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats) -> None:
+    """The property outcomes of the new states: per property, the first failure or
+    witness and the first error (in key order, i.e. the first in this partition)."""
+    flagged: dict[tuple[int, int], list] = {}
+    for j, b in enumerate(blobs):
+        for pos, p, outcome, msg in b[7]:
+            flagged.setdefault((j, pos), []).append((p, outcome, msg))
+    if not flagged:
         return
-    fps = n_fp.tolist()
+    events = stats["events"]
+    errors = stats["errors"]
     raw = n_keys.tobytes()
     kl = n_keys.dtype.itemsize
-    wit_found = stats["wit"]
-    failed_at = stats["fail"]
-    errors = stats["errors"]
-    for j, t in enumerate(states):
-        if wits:
-            hit = []
-            try:
-                for chk in wits:
-                    if chk[1](t):
-                        hit.append(chk)
-            except Exception as e:  # noqa: BLE001
-                key = raw[j * kl:(j + 1) * kl]
-                _keep_min(errors, "new", (key, PH_WITNESS, "new", int(n_par[j]), int(n_act[j]), str(search._error(
-                    f"the predicate of sometimes property {chk[0]!r}", t, d1, e))))
-                break
-            if hit:
-                key = raw[j * kl:(j + 1) * kl]
-                for chk in hit:
-                    wit_found[chk[2]] = (key, PH_WITNESS, int(fps[j]))
-                wits = [c for c in wits if c not in hit]
-        if checks:
-            bad = []
-            try:
-                for chk in checks:
-                    if not chk[1](t):
-                        bad.append(chk)
-            except Exception as e:  # noqa: BLE001
-                key = raw[j * kl:(j + 1) * kl]
-                _keep_min(errors, "new", (key, PH_PROP, "new", int(n_par[j]), int(n_act[j]), str(search._error(
-                    f"the predicate of property {chk[0]!r}", t, d1, e))))
-                break
-            if bad:
-                key = raw[j * kl:(j + 1) * kl]
-                for chk in bad:
-                    failed_at[chk[2]] = (key, PH_PROP, int(fps[j]), int(n_par[j]), int(n_act[j]))
-                checks = [c for c in checks if c not in bad]
-        if not wits and not checks:
-            break
+    for j, (b, p) in enumerate(zip(n_src.tolist(), n_pos.tolist())):
+        got = flagged.get((b, p))
+        if not got:
+            continue
+        key = raw[j * kl:(j + 1) * kl]
+        for prop, outcome, msg in got:
+            if outcome >= WITNESS_RAISED:
+                phase = PH_WITNESS if outcome == WITNESS_RAISED else PH_PROP
+                _keep_error(errors, (key, phase, prop, "new", int(n_par[j]), int(n_act[j]), msg))
+            elif prop not in events:
+                phase = PH_WITNESS if outcome == REACHED else PH_PROP
+                events[prop] = (key, phase, prop, int(n_par[j]), int(n_act[j]), int(n_fp[j]))
 
 
 # ------------------------------------------------------------------------ look-ups
@@ -503,26 +578,12 @@ def frontier_keys(records) -> Any:
 
 def lookup(fps: frozenset, records) -> Any:
     """Parent links ``(fp, parent, action index)`` of the given fingerprints."""
+    want = np.array(sorted(fps), dtype=np.int64)
     for _, v in records:
         if v[0] != TAG_PART or not len(v[1]):
             continue
-        want = np.array(sorted(fps), dtype=np.int64)
         at = np.searchsorted(v[1], want)
         at[at >= len(v[1])] = 0
         hit = v[1][at] == want
         for w, a in zip(want[hit].tolist(), at[hit].tolist()):
             yield (w, int(v[2][a]), int(v[3][a]))
-
-
-def part_sizes(records) -> Any:
-    """(visited, frontier, visited bytes, frontier bytes) of a partition."""
-    for _, v in records:
-        if v[0] == TAG_PART:
-            yield (len(v[1]), len(v[4]), int(v[1].nbytes + v[2].nbytes + v[3].nbytes),
-                   int(v[4].nbytes + len(v[5]) + len(v[6])))
-
-
-def split_part(n: int, records) -> Any:
-    """Re-key records read back from a checkpoint by their partition number."""
-    for k, v in records:
-        yield (k, v)
