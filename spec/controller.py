@@ -32,8 +32,9 @@ DOCS = {
     "ElectLeader": "the controller elects a partition leader (strategy new, offline, preferred or "
                    "controlled_shutdown; clean=False for an unclean election) with a conditional "
                    "ZooKeeper write, then sends LeaderAndIsr",
-    "RemoveReplicaFromIsr": "OfflineReplica: the controller removes a dead or shutting-down follower "
-                            "from the ISR (conditional write, leader epoch + 1)",
+    "RemoveReplicaFromIsr": "the OfflineReplica transition of a dead or shutting-down replica, once per "
+                            "failure: a follower in the ISR is removed from it (conditional write, leader "
+                            "epoch + 1, LeaderAndIsr to the others)",
     "IsrChangeNotification": "the controller reads an ISR change the leader wrote to ZooKeeper",
     "ControlledShutdown": "a broker asks the controller to move its leadership away before it stops",
     "StartTopicDeletion": "the controller starts deleting the topic in /admin/delete_topics",
@@ -173,8 +174,8 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
         rs = rstates[p]
         if rs[i] == REPLICA_DELETION_STARTED:
             rstates[p] = put(rs, i, REPLICA_DELETION_INELIGIBLE)
-        elif legal_replica(rs[i], OFFLINE_REPLICA) and rs[i] != NON_EXISTENT_REPLICA:
-            rstates[p] = put(rs, i, OFFLINE_REPLICA)
+        # Online/New replicas go OfflineReplica in RemoveReplicaFromIsr, which is
+        # that transition (and its ISR write), taken once per failure.
         if ctx.partitions[p].leader == b and pstates[p] in (ONLINE_PARTITION, NEW_PARTITION):
             pstates[p] = OFFLINE_PARTITION
     ctx = ctx._replace(live=put(ctx.live, b, 0), shutting_down=put(ctx.shutting_down, b, False),
@@ -280,32 +281,37 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
 # -- ISR removal by the controller (OfflineReplica) -------------------------------------
 
 def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
+    """The OfflineReplica transition of a replica whose broker died or is shutting
+    down: taken once, it removes the replica from the ISR if it is a follower there."""
     if not s.zk.topic:
         return
     for c, ctx in _controllers(s):
         if ctx.deleting:
             continue
         for p, ar in enumerate(m.ar):
-            cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
-            if ctx.partition_states[p] != ONLINE_PARTITION or cached.leader == NO_LEADER:
-                continue
             for i, r in enumerate(ar):
-                if (ctx.replica_states[p][i] == OFFLINE_REPLICA and r in cached.isr
-                        and r != cached.leader):
+                if ctx.replica_states[p][i] not in (ONLINE_REPLICA, NEW_REPLICA):
+                    continue
+                if ctx.live[r] == 0 or (ctx.shutting_down[r] and ctx.partitions[p].leader != r):
                     out.append(action("RemoveReplicaFromIsr", controller=c, partition=p, replica=r))
 
 
 def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
-    cached = s.zk.partitions[p]
-    isr = tuple(x for x in cached.isr if x != r)
-    s, written = conditional_write(m, s, c, p, cached.leader, isr, bump=True)
-    if not written:
-        return s
+    cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
+    if r in cached.isr and r != cached.leader and cached.leader != NO_LEADER:
+        isr = tuple(x for x in cached.isr if x != r)
+        s, written = conditional_write(m, s, c, p, cached.leader, isr, bump=True)
+        if not written:
+            return s
+        ctx = s.brokers[c].ctx
+        live = _live(ctx)
+        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p],
+                                 [x for x in m.ar[p] if live[x] and x != r])
     ctx = s.brokers[c].ctx
-    live = _live(ctx)
-    return _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p],
-                                [x for x in m.ar[p] if live[x] and x != r])
+    i = m.ar[p].index(r)
+    rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
+    return _with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, rs)))
 
 
 def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
@@ -338,13 +344,9 @@ def controlled_shutdown_enabled(m, s: KafkaState, out: list) -> None:
 def controlled_shutdown(m, s: KafkaState, a: Action) -> KafkaState:
     c, b = a.get("controller"), a.get("broker")
     ctx = s.brokers[c].ctx
-    rstates = list(ctx.replica_states)
-    for p, ar in enumerate(m.ar):
-        if b in ar and ctx.partitions[p].leader != b:
-            i = ar.index(b)
-            if rstates[p][i] == ONLINE_REPLICA:
-                rstates[p] = put(rstates[p], i, OFFLINE_REPLICA)
-    ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True), replica_states=tuple(rstates))
+    # Leadership moves in ElectLeader(strategy='controlled_shutdown'); the broker's
+    # follower replicas go OfflineReplica (out of the ISR) in RemoveReplicaFromIsr.
+    ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True))
     s = _with_ctx(s, c, ctx)
     return s._replace(budget=s.budget._replace(controlled_shutdowns=s.budget.controlled_shutdowns - 1))
 

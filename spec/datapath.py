@@ -26,9 +26,9 @@ from spec.state import NO_LEADER, KafkaState, Replica, put
 DOCS = {
     "Produce": "a producer writes to the broker that believes it leads (acks=all is refused while "
                "the ISR is smaller than min.insync.replicas)",
-    "Fetch": "a follower fetches one record from its LEO; the leader records the follower's LEO, "
-             "advances its HW to the ISR's minimum LEO and answers; the follower takes "
-             "HW = min(its LEO, the leader's HW)",
+    "Fetch": "a follower fetches one record from its LEO and takes HW = min(its LEO, the HW the leader "
+             "had when it read); the leader then records the follower's fetch offset and advances its HW "
+             "to the ISR's smallest LEO",
     "TruncateFollower": "OffsetsForLeaderEpoch: a new follower finds where its log stops matching "
                         "the leader's and truncates there (KIP-101 and later)",
 }
@@ -188,13 +188,15 @@ def fetch(m, s: KafkaState, a: Action) -> KafkaState:
         log = log[:len(lrep.log)]
         s = s._replace(ghost=s.ghost._replace(inv_follower_truncated=True))
     fetch_offset = len(log)
-    i = m.ar[p].index(f)
-    s = _with_replica(s, leader, p, lrep._replace(leos=put(lrep.leos, i, fetch_offset)))
-    s = advance_hw(m, s, leader, p)
-    lrep = s.brokers[leader].replicas[p]
     if fetch_offset < len(lrep.log):
         log = log + (lrep.log[fetch_offset],)
-    return _with_replica(s, f, p, frep._replace(log=log, hw=min(len(log), lrep.hw)))
+    # The response carries the HW the leader had when it read the log, *before* it
+    # records this fetch's offset (Kafka reads the HW first): the follower's HW is
+    # one fetch round behind the leader's, which is what KIP-101's scenarios need.
+    s = _with_replica(s, f, p, frep._replace(log=log, hw=min(len(log), lrep.hw)))
+    i = m.ar[p].index(f)
+    s = _with_replica(s, leader, p, lrep._replace(leos=put(lrep.leos, i, fetch_offset)))
+    return advance_hw(m, s, leader, p)
 
 
 # -- truncation ------------------------------------------------------------------------------
