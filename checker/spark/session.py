@@ -114,6 +114,7 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
     conf = SparkConf()
     for k, v in conf_items(master, partitions).items():
         conf.set(k, v)
+    restore = _filter_jvm_stderr()
     try:
         # batchSize=-1: the serializer of partitionBy's output (see the module docstring).
         sc = SparkContext(conf=conf, batchSize=-1)
@@ -123,8 +124,65 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
             msg = msg[:297] + "..."
         raise UsageError(f"cannot start Spark on {master}: {type(e).__name__}: {msg}; check --spark-master "
                          f"and the Java runtime (java -version)") from None
+    finally:
+        restore()
     sc.setLogLevel(os.environ.get("KMC_SPARK_LOG_LEVEL", "ERROR"))
     return sc, True
+
+
+# Lines the JVM and PySpark print at start-up whatever the log configuration says.
+NOISE = (
+    "WARNING: Using incubator modules:",
+    "Setting default log level to",
+    "To adjust logging level use sc.setLogLevel",
+)
+
+
+def _filter_jvm_stderr():
+    """Start the JVM with a stderr that drops the start-up banners above and passes
+    everything else through (Spark's errors, the executors' Python output).  The
+    driver's own stderr is restored as soon as the JVM has started.  Returns the
+    function that restores it."""
+    if os.environ.get("KMC_SPARK_RAW_STDERR") or not hasattr(os, "pipe"):
+        return lambda: None
+    try:
+        sys.stderr.flush()
+        out = os.dup(2)
+        r, w = os.pipe()
+        os.dup2(w, 2)
+        os.close(w)
+    except OSError:
+        return lambda: None
+
+    def pump() -> None:
+        with os.fdopen(r, "rb", buffering=0) as src:
+            buf = b""
+            while True:
+                try:
+                    chunk = src.read(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    if not line.decode("utf-8", "replace").startswith(NOISE):
+                        os.write(out, line + b"\n")
+            if buf:
+                os.write(out, buf)
+
+    import threading
+    threading.Thread(target=pump, name="kmc-jvm-stderr", daemon=True).start()
+
+    def restore() -> None:
+        try:
+            sys.stderr.flush()
+            os.dup2(out, 2)
+        except OSError:
+            pass
+
+    return restore
 
 
 def java_version() -> str:
