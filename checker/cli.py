@@ -339,6 +339,40 @@ def _violation_lines(v: Any, prop: Property | None) -> list[str]:
     return lines
 
 
+def _engine(args: argparse.Namespace) -> str:
+    """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
+    given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
+             args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume)) if value]
+    engine = args.engine or ("spark" if given else "local")
+    if engine == "local" and given:
+        raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
+    return engine
+
+
+def _spark_check(args: argparse.Namespace, model: Any, props: list, check_deadlock: bool, out: TextIO) -> Any:
+    try:
+        from checker.spark import check as spark_check
+        from checker.spark.checkpoint import check_directory
+    except ImportError as e:
+        raise UsageError(f"the Spark engine needs pyspark and numpy ({e}); install kmc with its dependencies "
+                         f"(pip install -e .) or use --engine local") from None
+    if args.checkpoint:
+        check_directory(args.checkpoint, "--checkpoint", must_exist=False)
+    if args.resume:
+        check_directory(args.resume, "--resume", must_exist=True)
+    result = spark_check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
+                         keep_going=args.keep_going, check_deadlock=check_deadlock,
+                         progress=None if args.quiet else sys.stderr, master=args.spark_master,
+                         partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume)
+    e = result.engine
+    if not args.quiet:
+        print(f"spark: {e['master']}, {e['partitions']} partition{'s' if e['partitions'] != 1 else ''}, "
+              f"{len(e['levels'])} levels; Spark start-up {e['startup_seconds']:.1f} s (not in the time below); "
+              f"visited set {e['visited_bytes_per_state']:.0f} bytes/state; executors' peak memory "
+              f"{e['executor_peak_rss_bytes'] / 2**20:.0f} MiB", file=out)
+    return result
+
+
 def cmd_check(args: argparse.Namespace, command: str) -> int:
     from checker import bfs
     from checker.invariants import load_all
@@ -349,6 +383,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
+    engine = _engine(args)
     try:
         family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     except UsageError as e:
@@ -390,12 +425,20 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             bounds.append(f"max states {args.max_states}")
         print(f"properties: {what}{extra}; deadlock check {'on' if check_deadlock else 'off'}"
               f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
+        if engine == "spark":
+            print(f"engine: spark on {args.spark_master or 'local[*] (embedded)'}"
+                  f"{f', {args.spark_partitions} partitions' if args.spark_partitions else ''}"
+                  f"{f'; resuming from {args.resume}' if args.resume else ''}"
+                  f"{f'; checkpoints in {args.checkpoint}' if args.checkpoint else ''}", file=out)
         out.flush()
 
     try:
-        result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
-                           keep_going=args.keep_going, check_deadlock=check_deadlock,
-                           progress=None if args.quiet else sys.stderr)
+        if engine == "spark":
+            result = _spark_check(args, model, props, check_deadlock, out)
+        else:
+            result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
+                               keep_going=args.keep_going, check_deadlock=check_deadlock,
+                               progress=None if args.quiet else sys.stderr)
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
     st = result.stats
@@ -478,11 +521,12 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             "family": family_ref,
             "preset": preset,
             "config": config,
+            "engine": getattr(result, "engine", None) or {"engine": "local"},
         }
         order = ["distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
                  "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
                  "witnesses", "action_counts", "complete", "violations", "model", "model_version",
-                 "family", "preset", "config"]
+                 "family", "preset", "config", "engine"]
         sys.stdout.write(json.dumps({k: doc[k] for k in order}, default=str) + "\n")
         sys.stdout.flush()
     if result.verdict == VIOLATED:
@@ -740,6 +784,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true",
                    help="print one JSON object with the results on stdout; human output goes to stderr")
     c.add_argument("--quiet", action="store_true", help="no header and no progress lines")
+    c.add_argument("--engine", choices=["local", "spark"],
+                   help="local: this process (the default); spark: the frontier and the visited set partitioned "
+                        "across Spark executors, the same answers (implied by the options below)")
+    c.add_argument("--spark-master", metavar="URL",
+                   help="run on this Spark cluster (spark://host:7077, yarn, k8s://...; default: Spark embedded "
+                        "in local mode on every core)")
+    c.add_argument("--spark-partitions", metavar="N", type=_positive,
+                   help="partitions of the state space (default: the cluster's default parallelism)")
+    c.add_argument("--checkpoint", metavar="DIR",
+                   help="save every finished level in DIR (a local path or a Hadoop URL), for --resume")
+    c.add_argument("--resume", metavar="DIR", help="go on with an interrupted run from its --checkpoint DIR")
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("replay", help="re-derive a saved trace step by step and show what changed",

@@ -20,13 +20,36 @@ run.
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from checker.errors import UsageError
 from checker.spark.tasks import TAG_PART, ident
 
 _LEVEL = re.compile(r"^level-(\d{5,})$")
+
+
+def check_directory(path: str, flag: str, must_exist: bool) -> None:
+    """Fail before Spark starts when a local checkpoint directory is unusable
+    (Hadoop URLs other than file: are checked by Spark itself)."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
+    if m and m.group(1).lower() != "file":
+        return
+    local = Path(path[5:] if m else path)
+    if must_exist:
+        if not local.is_dir():
+            what = "is a file" if local.exists() else "does not exist"
+            raise UsageError(f"{flag} '{path}' {what}; give the directory a run wrote with --checkpoint DIR")
+        return
+    if local.exists() and not local.is_dir():
+        raise UsageError(f"{flag} '{path}' is a file, not a directory; choose a directory with {flag} DIR")
+    parent = local.absolute()
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} '{path}': '{parent}' is not writable; choose another directory with {flag} DIR")
 
 
 def _fs(sc: Any, path: str) -> tuple[Any, Any]:

@@ -132,6 +132,7 @@ class _Run:
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.visited_bytes = 0
+        self.visited_count = 0
         self.frontier_bytes = 0
 
     # -- driver ---------------------------------------------------------------------
@@ -393,6 +394,8 @@ class _Run:
         self.active_wits = [i for i in self.active_wits if self.witnesses.get(self.props[i].name) is None]
         self.sample_left = max(0, self.sample_left - used)
 
+        self.visited_bytes = sum(m["visited_bytes"] for m in mg)
+        self.visited_count = sum(m["visited"] for m in mg)
         if stop is not None:
             gen, counts, new = self._count_until(L, L2, stop)
             self._add_counts(gen, counts)
@@ -409,7 +412,6 @@ class _Run:
         self._add_counts(gen, counts)
         self.distinct += new_total
         self.frontier_size = new_total
-        self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.frontier_bytes = sum(m["frontier_bytes"] for m in mg)
         self._level_done(d, sum(e["frontier"] for e in ex), new_total, t0)
         return L2
@@ -604,7 +606,7 @@ class _Run:
             "levels": self.levels,
             "executor_peak_rss_bytes": self.exec_rss,
             "visited_bytes": self.visited_bytes,
-            "visited_bytes_per_state": (self.visited_bytes / self.distinct) if self.distinct and self.visited_bytes else 0.0,
+            "visited_bytes_per_state": (self.visited_bytes / self.visited_count) if self.visited_count else 0.0,
         }
         return SparkCheckResult(verdict, violations, stats, engine)
 
@@ -822,6 +824,7 @@ class _Run:
             "seconds": self.prior_seconds + time.perf_counter() - self.start,
             "levels": self.levels,
             "visited_bytes": self.visited_bytes,
+            "visited_count": self.visited_count,
         }
 
     def _restore(self, st: dict) -> None:
@@ -841,4 +844,5 @@ class _Run:
         self.prior_seconds = st["seconds"]
         self.levels = list(st["levels"])
         self.visited_bytes = st.get("visited_bytes", 0)
+        self.visited_count = st.get("visited_count", 0)
         self._init_links = None
