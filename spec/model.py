@@ -25,7 +25,7 @@ from spec.state import (
 )
 
 MODEL_NAME = "kafka-controller"
-MODEL_VERSION = "1"
+MODEL_VERSION = "2"
 
 _FAMILIES = (faults, controller, broker, datapath)
 ENABLED = tuple(f for fam in _FAMILIES for f in fam.ENABLED)
