@@ -56,6 +56,8 @@ def _parameters() -> dict:
 
 
 _TWO = {"brokers": 2, "replication_factor": 2}
+_DATA = {**_TWO, "max_records": 2, "max_crashes": 2, "max_session_expiries": 0, "max_isr_shrinks": 0,
+         "preferred_election": False, "truncation": "kip320"}
 
 _PRESETS = {
     "tiny": Preset("tiny", "2 brokers, 1 partition, RF 2; one crash, one ISR shrink; every fix on",
@@ -80,6 +82,17 @@ _PRESETS = {
         {**_TWO, "partitions": 2, "max_crashes": 0, "controller_epoch_fencing": False}),
     "unclean": Preset("unclean", "unclean.leader.election.enable=true: a replica outside the ISR leads",
                       {**_TWO, "max_session_expiries": 0, "unclean_leader_election": True}),
+    # The data path (issue 3): the known-anomaly table.  The same bounds for every
+    # truncation rule, so that the fixed rule holds where the older ones fail.
+    "data-kip320": Preset("data-kip320", "data path, 2 brokers, 2 records, 2 crashes: truncation=kip320 "
+                          "(every fix on); must hold", _DATA),
+    "data-kip279": Preset("data-kip279", "as data-kip320 with truncation=kip279", {**_DATA, "truncation": "kip279"}),
+    "data-kip101": Preset("data-kip101", "as data-kip320 with truncation=kip101", {**_DATA, "truncation": "kip101"}),
+    "data-hw": Preset("data-hw", "as data-kip320 with truncation=high_watermark (before KIP-101): "
+                      "committed data lost", {**_DATA, "truncation": "high_watermark"}),
+    "data-unclean": Preset("data-unclean", "data path with unclean.leader.election.enable=true and an ISR "
+                           "shrink: acknowledged data lost",
+                           {**_DATA, "unclean_leader_election": True, "max_crashes": 1, "max_isr_shrinks": 1}),
 }
 
 
