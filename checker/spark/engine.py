@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 import sys
 import time
@@ -114,6 +115,48 @@ def check(
 # ---------------------------------------------------------------------------------
 
 
+def _ship(cloudpickle: Any, payload: Any, owners: list) -> bytes:
+    """Pickle the model and its properties for the executors.  Code from a module
+    the executors cannot import by name (a ``--invariants`` file, a script) travels
+    by value; everything else by reference."""
+    import importlib.machinery
+
+    by_value = []
+    for obj in owners:
+        name = getattr(obj, "__module__", None)
+        mod = sys.modules.get(name or "")
+        if mod is None or name in ("__main__", "builtins") or mod in by_value:
+            continue
+        top = name.split(".")[0]
+        if top in sys.builtin_module_names or importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
+            by_value.append(mod)
+    for mod in by_value:
+        cloudpickle.register_pickle_by_value(mod)
+    try:
+        return cloudpickle.dumps(payload)
+    finally:
+        for mod in by_value:
+            cloudpickle.unregister_pickle_by_value(mod)
+
+
+def _job(run: Any) -> Any:
+    """Run a Spark action; a failed task becomes a one-line error that says why."""
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ != "Py4JJavaError":
+            raise
+        text = str(e)
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        why = next((ln for ln in reversed(lines) if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln)
+                    and not ln.startswith(("org.", "java.", "scala.", "py4j."))), None)
+        if why and ("ModuleNotFoundError" in why or "ImportError" in why):
+            raise UsageError(f"a Spark executor could not import the model: {why}; the executors need the "
+                             f"model's modules on their PYTHONPATH (kmc passes its own import path)") from None
+        first = next((ln for ln in lines if "Exception" in ln or "Error" in ln), lines[0] if lines else "")
+        raise RuntimeError(f"a Spark job failed: {why or first[:300]}") from None
+
+
 class _Run:
     def __init__(self, model, props, max_depth, max_states, keep_going, check_deadlock, progress, interval):
         self.model = model
@@ -144,7 +187,8 @@ class _Run:
         from checker.spark.session import get_context
 
         try:
-            payload = cloudpickle.dumps((self.model, self.props, self.check_deadlock))
+            payload = _ship(cloudpickle, (self.model, self.props, self.check_deadlock),
+                            [type(self.model)] + [p.predicate for p in self.props])
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"the Spark engine ships the model and its properties to the executors with "
                              f"cloudpickle, and pickling them raised {type(e).__name__}: {e}; make the model "
@@ -255,7 +299,7 @@ class _Run:
         self.frontier_size = len(frontier)
         L = self.sc.parallelize(records, n).partitionBy(n, ident)
         L = self._keep(L)
-        L._jrdd.count()
+        _job(L._jrdd.count)
         if self.checkpoint:
             from checker.spark import checkpoint as ckpt
             ckpt.save(self.sc, self.checkpoint, L, self._state(), 0)
@@ -309,7 +353,7 @@ class _Run:
         L2 = union.mapPartitionsWithIndex(partial(tasks.merge, params, self.bc, acc), preservesPartitioning=True)
         L2 = self._keep(L2)
         t1 = time.perf_counter()
-        L2._jrdd.count()
+        _job(L2._jrdd.count)
         self.job_seconds = time.perf_counter() - t1
         stats = acc.value
         ex = [stats[("expand", d, p)] for p in range(n) if ("expand", d, p) in stats]
@@ -501,7 +545,7 @@ class _Run:
             nbound = (key, phase >= PH_PROP)
         acc = self._accumulator()
         params = self._params(bound=tbound, sample=0)
-        L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count()
+        _job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
         stats = acc.value
         ex = [stats[("expand", d, p)] for p in range(self.n)]
         gen = sum(e["gen"] for e in ex)
@@ -566,7 +610,7 @@ class _Run:
     def _boundary_job(self, L, cd: bool, after) -> list:
         acc = self._accumulator()
         params = self._params(boundary=True, deadlock=cd, sample=0, acting_after=after)
-        L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count()
+        _job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
         stats = acc.value
         out = [stats[("expand", self.level, p)] for p in range(self.n)]
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in out])

@@ -114,18 +114,20 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
     conf = SparkConf()
     for k, v in conf_items(master, partitions).items():
         conf.set(k, v)
-    restore = _filter_jvm_stderr()
+    jvm_stderr = _JvmStderr()
     try:
         # batchSize=-1: the serializer of partitionBy's output (see the module docstring).
         sc = SparkContext(conf=conf, batchSize=-1)
     except Exception as e:  # noqa: BLE001 - the JVM did not start, a bad master URL...
-        msg = " ".join(str(e).split())
-        if len(msg) > 300:
-            msg = msg[:297] + "..."
-        raise UsageError(f"cannot start Spark on {master}: {type(e).__name__}: {msg}; check --spark-master "
-                         f"and the Java runtime (java -version)") from None
-    finally:
-        restore()
+        why = jvm_stderr.failed() or f"{type(e).__name__}: {' '.join(str(e).split())}"
+        if len(why) > 300:
+            why = why[:297] + "..."
+        raise UsageError(f"cannot start Spark on {master}: {why}; check --spark-master and the Java runtime "
+                         f"(java -version)") from None
+    except BaseException:
+        jvm_stderr.failed()
+        raise
+    jvm_stderr.started()
     sc.setLogLevel(os.environ.get("KMC_SPARK_LOG_LEVEL", "ERROR"))
     return sc, True
 
@@ -138,23 +140,34 @@ NOISE = (
 )
 
 
-def _filter_jvm_stderr():
-    """Start the JVM with a stderr that drops the start-up banners above and passes
-    everything else through (Spark's errors, the executors' Python output).  The
-    driver's own stderr is restored as soon as the JVM has started.  Returns the
-    function that restores it."""
-    if os.environ.get("KMC_SPARK_RAW_STDERR") or not hasattr(os, "pipe"):
-        return lambda: None
-    try:
-        sys.stderr.flush()
-        out = os.dup(2)
-        r, w = os.pipe()
-        os.dup2(w, 2)
-        os.close(w)
-    except OSError:
-        return lambda: None
+class _JvmStderr:
+    """The JVM's stderr, through a pipe: the start-up banners above are dropped,
+    everything else is passed on.  Until the JVM has started, its lines are held
+    back: if it fails to start, they become the one-line error instead of a Java
+    stack trace.  The driver's own stderr is restored as soon as the JVM is up."""
 
-    def pump() -> None:
+    def __init__(self) -> None:
+        import threading
+
+        self.held: list[str] | None = []
+        self.lock = threading.Lock()
+        self.out = None
+        self.thread = None
+        if os.environ.get("KMC_SPARK_RAW_STDERR") or not hasattr(os, "pipe"):
+            return
+        try:
+            sys.stderr.flush()
+            self.out = os.dup(2)
+            r, w = os.pipe()
+            os.dup2(w, 2)
+            os.close(w)
+        except OSError:
+            self.out = None
+            return
+        self.thread = threading.Thread(target=self._pump, args=(r,), name="kmc-jvm-stderr", daemon=True)
+        self.thread.start()
+
+    def _pump(self, r: int) -> None:
         with os.fdopen(r, "rb", buffering=0) as src:
             buf = b""
             while True:
@@ -167,22 +180,49 @@ def _filter_jvm_stderr():
                 buf += chunk
                 *lines, buf = buf.split(b"\n")
                 for line in lines:
-                    if not line.decode("utf-8", "replace").startswith(NOISE):
-                        os.write(out, line + b"\n")
+                    self._line(line)
             if buf:
-                os.write(out, buf)
+                self._line(buf)
 
-    import threading
-    threading.Thread(target=pump, name="kmc-jvm-stderr", daemon=True).start()
+    def _line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace")
+        if text.startswith(NOISE):
+            return
+        with self.lock:
+            if self.held is not None:
+                self.held.append(text)
+                return
+        os.write(self.out, raw + b"\n")
 
-    def restore() -> None:
-        try:
-            sys.stderr.flush()
-            os.dup2(out, 2)
-        except OSError:
-            pass
+    def _restore(self) -> None:
+        if self.out is not None:
+            try:
+                sys.stderr.flush()
+                os.dup2(self.out, 2)
+            except OSError:
+                pass
 
-    return restore
+    def started(self) -> None:
+        """The JVM is up: restore our stderr, pass on what it held back."""
+        self._restore()
+        with self.lock:
+            held, self.held = self.held or [], None
+        if self.out is not None and held:
+            os.write(self.out, ("\n".join(held) + "\n").encode())
+
+    def failed(self) -> str:
+        """The JVM did not start: restore our stderr, return its first error line."""
+        self._restore()
+        if self.thread is not None:
+            self.thread.join(timeout=5)   # the JVM has exited: its lines are all in the pipe
+        with self.lock:
+            held, self.held = self.held or [], None
+        for line in held:
+            line = line.strip()
+            if "Exception" in line or "Error" in line:
+                line = re.sub(r'^Exception in thread "[^"]*" ', "", line)
+                return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+        return ""
 
 
 def java_version() -> str:

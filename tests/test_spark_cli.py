@@ -1,0 +1,149 @@
+"""``kmc check --engine spark`` as a real subprocess: the same JSON answers and the
+same counterexample as the local engine, traces that ``kmc replay`` accepts, bad
+input as one line (exit 2), and a run killed mid-way then resumed from its
+checkpoint to the same counts.
+
+Each Spark run starts its own JVM, so this module keeps to a handful of runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import assert_one_line_error
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+TOYS = ["--model", "tests.toys:FAMILY"]
+KAFKA = ["--model", "spec.family:FAMILY"]
+SAME = ["distinct", "generated", "depth", "verdict", "violated_property", "violated_properties", "witnesses",
+        "action_counts", "complete", "config"]
+
+
+def env(**extra: str) -> dict:
+    e = dict(os.environ, PYTHONPATH=str(ROOT), **extra)
+    e.pop("KMC_DEBUG", None)
+    return e
+
+
+def kmc(*args, timeout: float = 300, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=ROOT, env=env(**extra),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def doc(r: subprocess.CompletedProcess) -> dict:
+    assert r.returncode in (0, 1), (r.returncode, r.stderr[-3000:])
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def steps(trace: str) -> list:
+    return [(s["action"], s["fingerprint"]) for s in json.loads(Path(trace).read_text())["steps"]]
+
+
+@pytest.fixture(scope="module")
+def local_broken(tmp_path_factory):
+    d = tmp_path_factory.mktemp("local")
+    return doc(kmc("check", *TOYS, "--preset", "broken", "--json", "--traces-dir", d))
+
+
+@pytest.mark.parametrize("seed,parts", [("1", "2"), ("2", "3")])
+def test_same_json_and_trace_as_the_local_engine(tmp_path, local_broken, seed, parts):
+    r = kmc("check", *TOYS, "--preset", "broken", "--json", "--engine", "spark", "--spark-partitions", parts,
+            "--traces-dir", tmp_path, PYTHONHASHSEED=seed)
+    got = doc(r)
+    assert {k: got[k] for k in SAME} == {k: local_broken[k] for k in SAME}
+    assert got["engine"]["engine"] == "spark" and got["engine"]["partitions"] == int(parts)
+    assert local_broken["engine"] == {"engine": "local"}
+    assert steps(got["trace_path"]) == steps(local_broken["trace_path"])
+    # Human output (stderr with --json): the engine line and per-level progress.
+    assert "engine: spark on local[*]" in r.stderr and "progress: level=0 frontier=1" in r.stderr
+    assert "WARNING: Using incubator modules" not in r.stderr and "Setting default log level" not in r.stderr
+    rep = kmc("replay", got["trace_path"])
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "the trace replays" in rep.stdout
+
+
+def test_bad_spark_options_are_one_line_errors(tmp_path):
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    cases = [
+        (["--engine", "local", "--spark-master", "local[1]"], "--spark-master needs the Spark engine"),
+        (["--spark-partitions", "0"], "expects a number >= 1"),
+        (["--engine", "yarn"], "unknown choice 'yarn'"),
+        (["--resume", tmp_path / "nothing-here"], "does not exist"),
+        (["--checkpoint", a_file], "is a file, not a directory"),
+    ]
+    for extra, needle in cases:
+        r = kmc("check", *TOYS, "--preset", "tiny", "--traces-dir", tmp_path / "t", *extra, timeout=60)
+        assert_one_line_error(r, 2, needle)
+
+
+def test_a_master_spark_cannot_use_is_a_one_line_error(tmp_path):
+    r = kmc("check", *TOYS, "--preset", "tiny", "--traces-dir", tmp_path, "--spark-master", "nosuch://x:1")
+    assert_one_line_error(r, 2, "cannot start Spark on nosuch://x:1")
+
+
+def test_user_invariants_ship_to_the_executors(tmp_path):
+    args = ["check", *KAFKA, "--preset", "tiny", "--invariants", "examples/invariants.py", "--continue",
+            "--json", "--quiet"]
+    local = doc(kmc(*args, "--traces-dir", tmp_path / "l"))
+    spark = doc(kmc(*args, "--engine", "spark", "--traces-dir", tmp_path / "s"))
+    assert {k: spark[k] for k in SAME} == {k: local[k] for k in SAME}
+    assert "ZkLeaderIsRegistered" in spark["violated_properties"]
+    for a, b in zip(local["trace_paths"], spark["trace_paths"]):
+        assert steps(a) == steps(b)
+
+
+def test_a_raising_user_invariant_names_its_file_and_line(tmp_path):
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\n\n\ndef bad(s):\n"
+                   "    if s.x + s.y >= 2:\n        raise KeyError('boom')\n    return True\n\n\n"
+                   "Bad = always('Bad', bad, 'raises on purpose')\n")
+    local = kmc("check", *TOYS, "--preset", "tiny", "--invariants", inv, "--quiet", "--traces-dir", tmp_path / "l")
+    spark = kmc("check", *TOYS, "--preset", "tiny", "--invariants", inv, "--quiet", "--traces-dir", tmp_path / "s",
+                "--engine", "spark")
+    line = assert_one_line_error(local, 2, "line 6")
+    assert assert_one_line_error(spark, 2, "line 6").split(" (reproduce:")[0] == line.split(" (reproduce:")[0]
+
+
+def test_killed_run_resumes_to_the_same_counts(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    args = ["check", *KAFKA, "--preset", "tiny", "--json", "--quiet", "--traces-dir", tmp_path / "t"]
+    local = doc(kmc(*args))
+    proc = subprocess.Popen([sys.executable, "-m", "checker", *map(str, args), "--engine", "spark",
+                             "--spark-partitions", "2", "--checkpoint", ckpt],
+                            cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (ckpt / "level-00003" / "meta" / "_SUCCESS").exists():
+            assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+            assert time.monotonic() < deadline, "no level was checkpointed in time"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)   # the driver, its JVM and the Python workers
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    levels = sorted(p.name for p in ckpt.iterdir() if p.name.startswith("level-"))
+    assert levels and all((ckpt / lv / "meta" / "_SUCCESS").exists() for lv in levels[:1])
+    assert int(levels[0].split("-")[1]) < local["depth"], "the run was not interrupted mid-way"
+
+    r = kmc(*args, "--resume", ckpt)
+    resumed = doc(r)
+    assert {k: resumed[k] for k in SAME} == {k: local[k] for k in SAME}
+    # A checkpoint of another run is refused.
+    other = kmc("check", *KAFKA, "--preset", "small", "--quiet", "--traces-dir", tmp_path / "t", "--resume", ckpt)
+    assert_one_line_error(other, 2, "was written by another run")
