@@ -101,7 +101,7 @@ class KafkaModel(Model):
                 "alive": br.alive,
                 "controller_epoch_seen": br.controller_epoch_seen,
                 "partition": {str(p): _view(b, li) for p, li in enumerate(br.partitions)},
-                "in_flight": {str(i): _req(r) for i, r in enumerate(br.inbox)},
+                "in_flight": [_req(r) for r in br.inbox],
             }
             if br.replicas:
                 d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
