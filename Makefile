@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench java clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kmc needs Python >= 3.11; set PYTHON=/path/to/python3.11 and re-run make")'
@@ -13,10 +13,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/kmc check --preset default
+# The Spark engine runs on the JVM: install a Java runtime if there is none.
+java:
+	@bash scripts/ensure-java
 
-test: $(STAMP)
+run: $(STAMP) java
+	$(BIN)/kmc check --preset default --engine spark
+
+test: $(STAMP) java
 	$(BIN)/python -m pytest -m "" --doctest-modules checker spec tests
 
 bench: $(STAMP)
