@@ -56,10 +56,11 @@ def local_broken(tmp_path_factory):
     return doc(kmc("check", *TOYS, "--preset", "broken", "--json", "--traces-dir", d))
 
 
-@pytest.mark.parametrize("seed,parts", [("1", "2"), ("2", "3")])
-def test_same_json_and_trace_as_the_local_engine(tmp_path, local_broken, seed, parts):
+def test_same_json_and_trace_as_the_local_engine(tmp_path, local_broken):
+    # The local run has a random PYTHONHASHSEED; this one another, and 3 partitions.
+    parts = "3"
     r = kmc("check", *TOYS, "--preset", "broken", "--json", "--engine", "spark", "--spark-partitions", parts,
-            "--traces-dir", tmp_path, PYTHONHASHSEED=seed)
+            "--traces-dir", tmp_path, PYTHONHASHSEED="1")
     got = doc(r)
     assert {k: got[k] for k in SAME} == {k: local_broken[k] for k in SAME}
     assert got["engine"]["engine"] == "spark" and got["engine"]["partitions"] == int(parts)

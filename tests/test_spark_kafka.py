@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 
 FAMILY = pytest.importorskip("spec.family").FAMILY
 BAD = ["zombie", "no-controller-fencing", "unclean"]
-LARGE = 30_000
+LARGE = 15_000
 
 sc = spark_module("local[2]", 2)
 
