@@ -651,8 +651,20 @@ class _Run:
             "executor_peak_rss_bytes": self.exec_rss,
             "visited_bytes": self.visited_bytes,
             "visited_bytes_per_state": (self.visited_bytes / self.visited_count) if self.visited_count else 0.0,
+            "held_bytes": self._held_bytes(),
         }
         return SparkCheckResult(verdict, violations, stats, engine)
+
+    def _held_bytes(self) -> int:
+        """What Spark's block manager holds for the last level (memory and disk)."""
+        if self.L is None:
+            return 0
+        try:
+            rid = self.L.id()
+            return sum(int(i.memSize()) + int(i.diskSize()) for i in self.sc._jsc.sc().getRDDStorageInfo()
+                       if int(i.id()) == rid)
+        except Exception:  # noqa: BLE001 - a developer API; the figure is informative only
+            return 0
 
     def _violation(self, name, kind, fp, extra, message) -> Violation:
         path = self._rebuild(fp)
