@@ -99,7 +99,8 @@ def check(
     ``master``, default ``local[*]``); ``partitions``: how many partitions the
     state space is cut into (default: the context's default parallelism);
     ``checkpoint``: a directory (local path or Hadoop URL) where every finished
-    level is saved; ``resume``: a directory written by ``checkpoint`` to go on from.
+    level is saved; ``resume``: a directory written by ``checkpoint`` to go on from
+    (the resumed run goes on saving there unless ``checkpoint`` names another).
     """
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
         raise UsageError(f"max_depth must be a non-negative integer, not {max_depth!r}")
@@ -109,7 +110,7 @@ def check(
         raise UsageError(f"partitions must be a positive integer, not {partitions!r}")
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
-    return run.execute(sc, master, partitions, checkpoint, resume)
+    return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
 # ---------------------------------------------------------------------------------
@@ -250,7 +251,9 @@ class _Run:
             if self.frontier_size:
                 self.level = d + 1  # else the search ends at this level, as in checker.bfs
             if self.checkpoint:
-                ckpt.save(self.sc, self.checkpoint, L, self._state(), self.level)
+                # Named by the number of levels expanded, so a new checkpoint never
+                # replaces the last complete one.
+                ckpt.save(self.sc, self.checkpoint, L, self._state(), d + 1)
         if self.L is None:
             self.L = L
         return self._finish()
