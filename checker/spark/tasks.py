@@ -213,7 +213,7 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     acc.add({("expand", level, pid): stats})
     if params.get("bound") is not None or params.get("boundary"):
         return iter(())
-    return _buckets(out, params["n"], pid)
+    return _buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64)
 
 
 def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list) -> None:
@@ -424,7 +424,10 @@ def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dic
         stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
 
 
-def _buckets(out: list, n: int, pid: int):
+def _buckets(out: list, n: int, pid: int, v_fp):
+    """One CAND record per destination.  Successors that belong to this very
+    partition and are in its visited set already are dropped here: they would be
+    dropped on arrival, after being pickled and shipped for nothing."""
     if out:
         c_fp, c_par, c_act, c_key, c_state, c_flags = out[0]
     else:
@@ -433,6 +436,11 @@ def _buckets(out: list, n: int, pid: int):
     par = np.array(c_par, dtype=np.int64)
     act = np.array(c_act, dtype=np.uint16)
     dest = fp % n
+    if len(v_fp) and len(fp):
+        mine = dest == pid
+        at = np.searchsorted(v_fp, fp)
+        at[at >= len(v_fp)] = 0
+        dest[mine & (v_fp[at] == fp)] = -1
     flags_by: dict[int, list] = {}
     for f in c_flags:
         flags_by.setdefault(f[0], []).append(f)
