@@ -119,7 +119,10 @@ def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
         raise UsageError(f"--resume '{directory}' was written by another run ({detail}); resume with the "
                          f"same model, configuration, properties, bounds and --spark-partitions")
     rdd = sc.pickleFile(_path(sc, directory, level, "parts").toString())
+    from pyspark import StorageLevel
+
     L = rdd.partitionBy(n, ident)
+    L.persist(StorageLevel.MEMORY_AND_DISK)   # read once: the check below fills the cache
     parts = L.map(lambda kv: (kv[0], kv[1][0] == TAG_PART)).collect()
     if sorted(p for p, ok in parts if ok) != list(range(n)):
         raise UsageError(f"--resume '{directory}': level {level} is incomplete ({len(parts)} of {n} partitions)")
