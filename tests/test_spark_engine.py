@@ -18,8 +18,8 @@ import pytest
 
 from checker import bfs
 from checker.errors import ModelError, UsageError
-from checker.model import Model, action, always, sometimes
-from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED
+from checker.model import always, sometimes
+from checker.result import DEADLOCK, OK
 from checker.spark import check as spark_check
 from tests.spark_support import same, spark_module, summary
 from tests.test_bfs import Flaky, SetActions
@@ -206,8 +206,8 @@ def test_raising_predicates(sc, prop):
 
 def test_contract_breaches(sc):
     for make in (SetState, SetActions, Flaky):
-        local = errors_of(lambda: bfs.check(make()))
-        spark = errors_of(lambda: spark_check(make(), sc=sc))
+        local = errors_of(lambda make=make: bfs.check(make()))
+        spark = errors_of(lambda make=make: spark_check(make(), sc=sc))
         assert str(spark) == str(local), make.__name__
 
 
