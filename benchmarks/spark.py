@@ -117,7 +117,7 @@ def child(args: argparse.Namespace) -> None:
                "jvm_peak": _jvm_hwm(), "executor_peak": r.engine["executor_peak_rss_bytes"],
                "visited_bytes_per_state": r.engine["visited_bytes_per_state"],
                "held_bytes_per_state": held / r.stats.distinct if r.stats.distinct else 0.0,
-               "startup": startup, "levels": len(levels),
+               "startup": startup, "levels": len(levels), "executor_cpu": r.engine.get("executor_cpu_seconds", 0.0),
                "fixed_small_levels": statistics.median(small) if small else None,
                "fixed_chain": chain_level, "verdict": r.verdict}
         sc.stop()
@@ -174,7 +174,8 @@ def main() -> None:
 
     head = ("| configuration | distinct | depth | local st/s | local[1] st/s | local[2] st/s | local[2] / local[1] "
             "| Spark per core / local | fixed s/level (small levels; chain) | JVM start s | driver MiB (local; Spark) "
-            "| JVM MiB | executor Python MiB | bytes/visited state (arrays; all Spark holds) |")
+            "| JVM MiB | executor Python MiB | executor CPU s (local[1]; local[2]) "
+            "| bytes/visited state (arrays; all Spark holds) |")
     print()
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -188,6 +189,7 @@ def main() -> None:
               f"| {max(fixed) if fixed else float('nan'):.2f}; {max(s1['fixed_chain'], s2['fixed_chain']):.2f} "
               f"| {s2['startup']:.1f} | {mib(lo['driver_peak'])}; {mib(max(s1['driver_peak'], s2['driver_peak']))} "
               f"| {mib(max(s1['jvm_peak'], s2['jvm_peak']))} | {mib(max(s1['executor_peak'], s2['executor_peak']))} "
+              f"| {s1['executor_cpu']:.0f}; {s2['executor_cpu']:.0f} "
               f"| {s2['visited_bytes_per_state']:.0f}; {s2['held_bytes_per_state']:.0f} |")
     big = max(rows, key=lambda r: r["local"]["distinct"])
     lo, s1, s2 = big["local"], big["spark1"], big["spark2"]

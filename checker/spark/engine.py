@@ -175,6 +175,7 @@ class _Run:
         self.levels: list[dict] = []
         self.job_seconds = 0.0
         self.exec_rss = 0
+        self.exec_cpu = 0.0
         self.visited_bytes = 0
         self.visited_count = 0
         self.frontier_bytes = 0
@@ -364,6 +365,7 @@ class _Run:
         if len(ex) != n or len(mg) != n:
             raise RuntimeError(f"kmc spark engine: level {d}: statistics of {len(ex)}+{len(mg)} tasks, expected {n}+{n}")
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
+        self.exec_cpu += sum(e["cpu"] for e in ex) + sum(m["cpu"] for m in mg)
         used = sum(max(0, params["sample"] - e["sample_left"]) for e in ex)
         new_total = sum(m["new"] for m in mg)
 
@@ -652,6 +654,7 @@ class _Run:
             "startup_seconds": round(self.startup, 3),
             "levels": self.levels,
             "executor_peak_rss_bytes": self.exec_rss,
+            "executor_cpu_seconds": round(self.exec_cpu, 3),
             "visited_bytes": self.visited_bytes,
             "visited_bytes_per_state": (self.visited_bytes / self.visited_count) if self.visited_count else 0.0,
             "held_bytes": self._held_bytes(),

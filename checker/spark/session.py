@@ -13,6 +13,8 @@ What is set, and why:
 - for local and loopback masters, every address is 127.0.0.1
   (``spark.driver.host``, ``spark.driver.bindAddress``, ``SPARK_LOCAL_IP``): no
   network is needed;
+- in local mode, a JVM heap of a quarter of the machine's memory (1 to 8 GiB): the
+  executors share it with the driver;
 - no web UI, no console progress bar, and Spark's own logging at ERROR
   (``KMC_SPARK_LOG_LEVEL`` changes it), so the output is kmc's alone;
 - the serializer batches without limit, the same serializer as PySpark's
@@ -58,6 +60,15 @@ def _import_path() -> str:
     return os.pathsep.join(seen)
 
 
+def local_heap_gib() -> int:
+    """The JVM heap for local mode: a quarter of the machine's memory, 1 to 8 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2
+    return max(1, min(8, total // 4 // 2**30))
+
+
 def is_local(master: str) -> bool:
     return bool(_LOOPBACK.match(master))
 
@@ -83,6 +94,11 @@ def conf_items(master: str, partitions: int | None) -> dict[str, str]:
     if is_local(master):
         items["spark.driver.host"] = "127.0.0.1"
         items["spark.driver.bindAddress"] = "127.0.0.1"
+    if master.startswith("local"):
+        # In local mode the executors live in the driver's JVM, with the visited set
+        # and the frontier in its block manager: Spark's default 1g heap makes it
+        # spill and collect garbage long before the machine is short of memory.
+        items["spark.driver.memory"] = f"{local_heap_gib()}g"
     for pair in filter(None, (x.strip() for x in os.environ.get("KMC_SPARK_CONF", "").split(","))):
         k, sep, v = pair.partition("=")
         if not sep or not k.strip():

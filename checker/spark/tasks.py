@@ -56,6 +56,7 @@ import pickle
 import resource
 import struct
 import sys
+import time
 from hashlib import blake2b
 from typing import Any
 
@@ -201,19 +202,21 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     bound (None, or ``(key, inclusive)``: count the transitions up to that key and
     emit nothing), boundary (bool: the level at max_depth, nothing is expanded),
     acting_after (boundary: report the first state with actions after this key)."""
+    cpu = time.process_time()
     ctx = context(params["token"], payload)
     part = _part_of(records, pid)
     level = params["level"]
     stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "dead": None, "steps": {}, "errors": {},
-                             "acting": None, "acting_after": None, "sample_left": params.get("sample", 0)}
+                             "acting": None, "acting_after": None, "sample_left": params.get("sample", 0),
+                             "level": level}
     out: list = []
     if part is not None and len(part[4]):
         _expand_states(ctx, params, part, stats, out)
-    stats["rss"] = peak_rss()
-    acc.add({("expand", level, pid): stats})
     if params.get("bound") is not None or params.get("boundary"):
+        stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
+        acc.add({("expand", level, pid): stats})
         return iter(())
-    return _buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64)
+    return _buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64, stats, acc, cpu)
 
 
 def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list) -> None:
@@ -424,7 +427,7 @@ def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dic
         stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
 
 
-def _buckets(out: list, n: int, pid: int, v_fp):
+def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float):
     """One CAND record per destination.  Successors that belong to this very
     partition and are in its visited set already are dropped here: they would be
     dropped on arrival, after being pickled and shipped for nothing."""
@@ -452,10 +455,14 @@ def _buckets(out: list, n: int, pid: int, v_fp):
             for pos, i in enumerate(sel):
                 for f in flags_by.get(i, ()):
                     flags.append((pos, f[1], f[2], f[3]))
-        yield (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
-                   b"".join([c_key[i] for i in sel]),
-                   pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b"",
-                   flags))
+        record = (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
+                      b"".join([c_key[i] for i in sel]),
+                      pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b"",
+                      flags))
+        if d == n - 1:
+            stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
+            acc.add({("expand", stats["level"], pid): stats})
+        yield record
 
 
 # -------------------------------------------------------------------------- merge
@@ -465,6 +472,7 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     smallest key of each fingerprint, drop the visited ones, keep the outcomes of
     the properties on the new states, and make them the next frontier (in key
     order; the states themselves stay pickled as they came)."""
+    cpu = time.process_time()
     level = params["level"]
     part = None
     blobs = []
@@ -527,7 +535,7 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     stats["visited"] = len(v_fp)
     stats["visited_bytes"] = int(v_fp.nbytes + v_par.nbytes + v_act.nbytes)
     stats["frontier_bytes"] = int(new_part[4].nbytes + len(new_part[5]) + sum(len(b) for b in new_part[8]))
-    stats["rss"] = peak_rss()
+    stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
     acc.add({("merge", level, pid): stats})
     yield (pid, new_part)
 
