@@ -176,6 +176,7 @@ class _Run:
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
+        self.level_cpu = (0.0, 0.0)
         self.visited_bytes = 0
         self.visited_count = 0
         self.frontier_bytes = 0
@@ -365,7 +366,8 @@ class _Run:
         if len(ex) != n or len(mg) != n:
             raise RuntimeError(f"kmc spark engine: level {d}: statistics of {len(ex)}+{len(mg)} tasks, expected {n}+{n}")
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
-        self.exec_cpu += sum(e["cpu"] for e in ex) + sum(m["cpu"] for m in mg)
+        self.level_cpu = (round(sum(e["cpu"] for e in ex), 3), round(sum(m["cpu"] for m in mg), 3))
+        self.exec_cpu += sum(self.level_cpu)
         used = sum(max(0, params["sample"] - e["sample_left"]) for e in ex)
         new_total = sum(m["new"] for m in mg)
 
@@ -475,8 +477,10 @@ class _Run:
         secs = now - t0
         elapsed = self.prior_seconds + now - self.start
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
-                            "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4)})
+                            "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4),
+                            "task_cpu": self.level_cpu})
         self.job_seconds = 0.0
+        self.level_cpu = (0.0, 0.0)
         if self.progress is not None:
             rate = self.distinct / elapsed if elapsed > 0 else 0.0
             self._say(f"progress: level={d} frontier={frontier} new={new} distinct={self.distinct} "
