@@ -609,36 +609,47 @@ class _Search:
             chain.append((fp, idx))
             fp = parent
         chain.reverse()
-        model = self.model
-        inits = list(model.init_states())
-        fp0, i0 = chain[0]
-        state = inits[i0]
-        got = self.fp(state)
-        if got != fp0:
-            raise ModelError(
-                f"init_states() is not deterministic: initial state #{i0} has fingerprint "
-                f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
-            )
-        path = [Step(None, state, got)]
-        for depth, (fpn, idx) in enumerate(chain[1:]):
-            acts = list(model.actions(state))
-            if idx >= len(acts):
-                raise ModelError(
-                    f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
-                    f"{len(acts)} actions, during the search it had more than {idx}. State: {_describe(model, state)}"
-                )
-            act = acts[idx]
-            nxt = model.next_state(state, act)
-            got = self.fp(nxt)
-            if got != fpn:
-                raise self._nondeterministic(act, state, depth, fpn, got)
-            path.append(Step(act, nxt, got))
-            state = nxt
-        return path
+        return replay_chain(self.model, self.fp, chain)
 
     def _nondeterministic(self, act, state, depth, want, got) -> ModelError:
-        return ModelError(
-            f"the model is not deterministic: replaying action {act} at depth {depth} gave a state with "
-            f"fingerprint {format_fingerprint(got)}, the search saw {format_fingerprint(want)}. "
-            f"State: {_describe(self.model, state)}"
+        return _nondeterministic(self.model, act, state, depth, want, got)
+
+
+def _nondeterministic(model: Model, act, state, depth, want, got) -> ModelError:
+    return ModelError(
+        f"the model is not deterministic: replaying action {act} at depth {depth} gave a state with "
+        f"fingerprint {format_fingerprint(got)}, the search saw {format_fingerprint(want)}. "
+        f"State: {_describe(model, state)}"
+    )
+
+
+def replay_chain(model: Model, fp, chain: list) -> list[Step]:
+    """Rebuild a path from ``chain``, the ``(fingerprint, index)`` pairs from an
+    initial state (index into ``init_states()``) to the target (index into the
+    parent's ``actions()``), checking every fingerprint on the way.  Every engine
+    stores its parent links this way and rebuilds its counterexamples here."""
+    inits = list(model.init_states())
+    fp0, i0 = chain[0]
+    state = inits[i0]
+    got = fp(state)
+    if got != fp0:
+        raise ModelError(
+            f"init_states() is not deterministic: initial state #{i0} has fingerprint "
+            f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
         )
+    path = [Step(None, state, got)]
+    for depth, (fpn, idx) in enumerate(chain[1:]):
+        acts = list(model.actions(state))
+        if idx >= len(acts):
+            raise ModelError(
+                f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
+                f"{len(acts)} actions, during the search it had more than {idx}. State: {_describe(model, state)}"
+            )
+        act = acts[idx]
+        nxt = model.next_state(state, act)
+        got = fp(nxt)
+        if got != fpn:
+            raise _nondeterministic(model, act, state, depth, fpn, got)
+        path.append(Step(act, nxt, got))
+        state = nxt
+    return path

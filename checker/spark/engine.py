@@ -716,33 +716,7 @@ class _Run:
                 break
             cur = par
         chain.reverse()
-        model = self.model
-        inits = list(model.init_states())
-        fp0, i0 = chain[0]
-        state = inits[i0]
-        got = self.fp(state)
-        if got != fp0:
-            raise ModelError(
-                f"init_states() is not deterministic: initial state #{i0} has fingerprint "
-                f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
-            )
-        path = [Step(None, state, got)]
-        for depth, (fpn, idx) in enumerate(chain[1:]):
-            acts = list(model.actions(state))
-            if idx >= len(acts):
-                raise ModelError(
-                    f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
-                    f"{len(acts)} actions, during the search it had more than {idx}. "
-                    f"State: {bfs._describe(model, state)}"
-                )
-            act = acts[idx]
-            nxt = model.next_state(state, act)
-            got = self.fp(nxt)
-            if got != fpn:
-                raise self.search._nondeterministic(act, state, depth, fpn, got)
-            path.append(Step(act, nxt, got))
-            state = nxt
-        return path
+        return bfs.replay_chain(self.model, self.fp, chain)
 
     # -- model errors, re-derived on the driver ---------------------------------------
 
