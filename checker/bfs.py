@@ -46,7 +46,7 @@ import resource
 import sys
 import time
 from hashlib import blake2b
-from typing import Any, Iterable, Sequence, TextIO
+from typing import Iterable, Sequence, TextIO
 
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import format_fingerprint, validate_state

@@ -33,7 +33,7 @@ from typing import Any, Mapping, NoReturn, Sequence, TextIO
 
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
-from checker.model import ALWAYS, SOMETIMES, Property
+from checker.model import SOMETIMES, Property
 
 GROUP = "kmc.models"
 DEFAULT_MODEL = "kafka"

@@ -145,7 +145,7 @@ def tampered(tmp_path: Path, trace: Path, edit) -> Path:
 def test_replay_tampered_fingerprint(tmp_path, broken):
     p = tampered(tmp_path, broken[2], lambda d: d["steps"][3].__setitem__("fingerprint", "0x0123456789abcdef"))
     r = kmc("replay", p)
-    line = assert_one_line_error(r, 1, "step 3: state differs from the recorded one")
+    assert_one_line_error(r, 1, "step 3: state differs from the recorded one")
     assert "MISMATCH" in r.stdout and "step 2  " in r.stdout
 
 
