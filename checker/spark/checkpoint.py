@@ -83,7 +83,14 @@ def save(sc: Any, directory: str, L: Any, state: dict, level: int) -> None:
         fs.delete(target, True)     # an incomplete attempt at this level
     base = target.toString()
     L.saveAsPickleFile(f"{base}/parts", batchSize=1)
-    sc.parallelize([json.dumps(state, sort_keys=True)], 1).saveAsTextFile(f"{base}/meta")
+    # The counters: one JSON line, written through Hadoop's FileSystem API (no Spark
+    # job), then the _SUCCESS marker that makes the level count.
+    out = fs.create(_path(sc, directory, level, "meta/part-00000"), True)
+    try:
+        out.write(bytearray((json.dumps(state, sort_keys=True) + "\n").encode()))
+    finally:
+        out.close()
+    fs.create(_path(sc, directory, level, "meta/_SUCCESS"), True).close()
     for old in _levels(sc, directory):
         if old != level:
             fs.delete(_path(sc, directory, old), True)
