@@ -52,14 +52,19 @@ def _fenced(m, br, req) -> bool:
     return m.cfg.controller_epoch_fencing and req.controller_epoch < br.controller_epoch_seen
 
 
-def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
+def _receive(m, s: KafkaState, a: Action):
+    """Take the delivered request out of the broker's inbox: ``(b, req, broker,
+    fenced)``, the broker already without the request."""
     b = a.get("broker")
     req = _request(a)
     br = s.brokers[b]
-    inbox = tuple(r for r in br.inbox if r != req)
-    if _fenced(m, br, req):
-        br = br._replace(inbox=inbox)
-    else:
+    fenced = _fenced(m, br, req)
+    return b, req, br._replace(inbox=tuple(r for r in br.inbox if r != req)), fenced
+
+
+def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
+    b, req, br, fenced = _receive(m, s, a)
+    if not fenced:
         seen = max(br.controller_epoch_seen, req.controller_epoch)
         current = br.partitions[req.partition]
         parts = br.partitions
@@ -67,7 +72,7 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         if applied:
             parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
                                                         req.controller_epoch, req.version))
-        br = br._replace(inbox=inbox, controller_epoch_seen=seen, partitions=parts)
+        br = br._replace(controller_epoch_seen=seen, partitions=parts)
         s = s._replace(brokers=put(s.brokers, b, br))
         if applied and m.cfg.data_path:
             if req.leader == b:
@@ -79,13 +84,10 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
 
 
 def deliver_stop_replica(m, s: KafkaState, a: Action) -> KafkaState:
-    b = a.get("broker")
-    req = _request(a)
-    br = s.brokers[b]
-    inbox = tuple(r for r in br.inbox if r != req)
-    if _fenced(m, br, req):
-        return s._replace(brokers=put(s.brokers, b, br._replace(inbox=inbox)))
-    br = br._replace(inbox=inbox, controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
+    b, req, br, fenced = _receive(m, s, a)
+    if fenced:
+        return s._replace(brokers=put(s.brokers, b, br))
+    br = br._replace(controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
                      partitions=put(br.partitions, req.partition, NO_STATE))
     s = s._replace(brokers=put(s.brokers, b, br))
     # The response reaches the controller that sent the request, if it still runs
