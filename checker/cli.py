@@ -752,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kmc", allow_abbrev=False, formatter_class=fmt,
                      description="Model-check the Kafka controller model (or any kmc model family).",
                      epilog=EXIT_CODES)
-    sub = parser.add_subparsers(dest="command", metavar="{check,replay,list}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.required = True
 
     model_help = ("model family: a name registered in the kmc.models entry-point group, or module:attribute "
@@ -820,6 +820,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what to list (default: everything)")
     lst.add_argument("--model", metavar="NAME|module:attr", help=model_help)
     lst.set_defaults(func=cmd_list)
+
+    from checker import commands
+    for module in commands.modules():
+        module.register(sub, fmt)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"
     return parser
 
 
@@ -842,7 +847,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(e).replace("\n", " ")
         bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", msg)
         if e.prog == "kmc" and "required" in msg:
-            msg = "choose a command: check, replay or list"
+            names = list(parser._subparsers._group_actions[0].choices)
+            msg = f"choose a command: {', '.join(names[:-1])} or {names[-1]}"
         elif bad:
             choices = [c.strip(" '") for c in bad.group(2).split(",")]
             noun = "command" if e.prog == "kmc" else "choice"
