@@ -160,6 +160,14 @@ class Model:
         """The full configuration the model was built from (stored in traces)."""
         return {}
 
+    def observe(self, state: State) -> Any:
+        """What an implementation must agree with after every step (``kmc conform``):
+        plain data (dict / list / int / str / bool / None).  The default is every
+        field of the state (``checker.conform.plain``); a model whose state holds
+        ghost or bookkeeping fields an implementation cannot have leaves them out."""
+        from checker.conform import plain  # late import: conform depends on this module
+        return plain(state)
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -199,6 +207,9 @@ class ModelFamily:
     parameters: Mapping[str, Parameter] = {}
     presets: Mapping[str, Preset] = {}
     default_preset: str = "default"
+    implementation: str | None = None
+    """``"module:attribute"`` of the implementation adapter ``kmc conform`` drives
+    (checker.conform documents its contract); None: the family has none."""
 
     def build(self, config: Mapping[str, Any]) -> Model:
         raise NotImplementedError
