@@ -44,6 +44,7 @@ class StateGraph:
     parent: list = field(default_factory=list)        # edge index that first reached each node, -1 initial
     fingerprints: list = field(default_factory=list)
     complete: bool = True                             # False when a state lies outside the model's boundary
+    unexpanded: list = field(default_factory=list)    # nodes outside the boundary (kept, not expanded)
 
     def out_edges(self) -> list[list[int]]:
         """Edge indices leaving each node, in action order."""
@@ -108,6 +109,7 @@ def explore(model: Model, max_states: int = DEFAULT_MAX_STATES, command: str = "
         s = g.states[n]
         if not model.within_boundary(s):
             g.complete = False
+            g.unexpanded.append(n)
         else:
             for a in model.actions(s):
                 t = model.next_state(s, a)

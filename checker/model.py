@@ -75,7 +75,8 @@ def action(name: str, **kwargs: Any) -> Action:
 
 ALWAYS = "always"
 SOMETIMES = "sometimes"
-KINDS = (ALWAYS, SOMETIMES)
+EVENTUALLY = "eventually"
+KINDS = (ALWAYS, SOMETIMES, EVENTUALLY)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,17 @@ class Property:
     kind ``always``: must hold on every reachable state (initial ones included).
     kind ``sometimes``: a witness that must be reachable, so that the ``always``
     properties cannot hold vacuously.
+
+    kind ``eventually``: a liveness property, TLA+'s leads-to ``trigger ~> goal``
+    on every *fair* behaviour: whenever ``trigger(state)`` holds, ``goal`` holds
+    then or later.  Without a trigger it is ``True ~> goal``, i.e. ``[]<>goal``:
+    from every reachable state, ``goal`` holds again eventually.  Fair behaviours
+    are those of weak fairness on the actions ``Model.fair`` accepts, per action
+    *instance* (name and args); a behaviour may stop (stutter forever) in a state
+    where no fair action is enabled.  A violation is a lasso: a path to a cycle
+    (possibly a stutter) that the system can stay in forever without ``goal``.
+    Only the local engine checks it, on the whole explored graph
+    (:mod:`checker.liveness`); the BFS engines skip it.
 
     A *step* property (``step=True``, only for ``always``) is a predicate over a
     transition ``(prev, action, next)`` instead of a state: it states rules such as
@@ -98,12 +110,15 @@ class Property:
     predicate: Callable[..., bool]
     rationale: str = ""
     step: bool = False
+    trigger: Callable[..., bool] | None = None   # eventually only: the P of P ~> goal
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"property {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}")
         if self.step and self.kind != ALWAYS:
             raise ValueError(f"property {self.name!r}: only 'always' properties can be step properties")
+        if self.trigger is not None and self.kind != EVENTUALLY:
+            raise ValueError(f"property {self.name!r}: only 'eventually' properties have a trigger")
 
 
 def always(name: str, predicate: Callable[..., bool], rationale: str = "", *, step: bool = False) -> Property:
@@ -114,6 +129,18 @@ def always(name: str, predicate: Callable[..., bool], rationale: str = "", *, st
 def sometimes(name: str, predicate: Callable[[State], bool], rationale: str = "") -> Property:
     """A reachability witness: some reachable state satisfies ``predicate(state)``."""
     return Property(name, SOMETIMES, predicate, rationale)
+
+
+def eventually(name: str, goal: Callable[[State], bool], rationale: str = "", *,
+               trigger: Callable[[State], bool] | None = None) -> Property:
+    """A liveness property under weak fairness: ``trigger ~> goal`` (leads-to), or
+    ``[]<>goal`` without a trigger.  ``goal(state)`` is the property's predicate.
+
+    >>> p = eventually("Done", lambda s: s == 3, "the counter reaches 3")
+    >>> p.kind, p.trigger is None
+    ('eventually', True)
+    """
+    return Property(name, EVENTUALLY, goal, rationale, False, trigger)
 
 
 class Model:
@@ -137,6 +164,18 @@ class Model:
 
     def properties(self) -> Sequence[Property]:
         return ()
+
+    def fair(self, act: Action) -> bool:
+        """Is ``act`` weakly fair: if it stays enabled forever, is it eventually taken?
+
+        Only ``eventually`` properties read this.  Default: every action is fair.
+        Faults (crashes, expiries, a client's writes) should say False: they may
+        happen, within their budgets, but nothing forces them, so the liveness
+        checker never counts on a fault to make progress nor blames a behaviour
+        for not taking one.  The fairness constraint is per action instance
+        ``(name, args)``, like TLA+'s ``\\A p: WF(Elect(p))``: one partition's
+        election cannot be starved by another's being taken."""
+        return True
 
     def within_boundary(self, state: State) -> bool:
         """States outside the boundary are checked but not expanded (a state bound)."""

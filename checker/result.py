@@ -31,12 +31,16 @@ class Step:
 @dataclass
 class Violation:
     """A failed property.  ``path`` is the shortest path from an initial state;
-    empty for a ``sometimes`` witness that was never reached."""
+    empty for a ``sometimes`` witness that was never reached.  For an
+    ``eventually`` property the path is a lasso: ``path[loop_start:]`` is a loop
+    whose last state is ``path[loop_start]``'s (a loop of no action: the
+    behaviour stops there, no fair action being enabled)."""
 
     property: str
-    kind: str            # "always", "sometimes" or "deadlock"
+    kind: str            # "always", "sometimes", "eventually" or "deadlock"
     path: list[Step] = field(default_factory=list)
     message: str = ""
+    loop_start: int | None = None
 
 
 @dataclass
