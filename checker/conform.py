@@ -25,6 +25,44 @@ The contract between the harness and an adapter::
 Observations are compared as JSON-canonical data: the key order of a dict does not
 matter, a tuple equals a list, but ``True`` is not ``1``.
 
+What is checked (``Harness.run``): the implementation starts from ``config``; its
+observation must equal the model's initial state's.  Before each step the action must
+be enabled in the model (a trace that breaks this no longer fits the model: that is
+:class:`NotInModel`, not a divergence) and in the implementation; after it the two
+observations must be equal.  The first step where one of these fails is a
+:class:`Divergence`, which :func:`shrink` cuts by delta debugging to a shorter action
+sequence that is still legal in the model and still diverges.
+
+Where the corpus comes from: saved traces, a :func:`covering_set` of paths that takes
+every transition of a small state graph at least once (so every action the model
+enables in every reachable state is offered to the implementation once), and
+:func:`random_walks` (Hypothesis, for depth beyond the graph's).
+
+A toy model and an implementation of it that agree::
+
+    >>> from checker.model import Model, action
+    >>> class Counter(Model):
+    ...     def init_states(self): return [0]
+    ...     def actions(self, s): return [action("Inc")] if s < 2 else [action("Reset")]
+    ...     def next_state(self, s, a): return s + 1 if a.name == "Inc" else 0
+    >>> class Impl:
+    ...     ignored = {}
+    ...     def __init__(self, config): self.n = 0
+    ...     def enabled(self, a): return (a.name == "Inc") == (self.n < 2)
+    ...     def apply(self, a): self.n = self.n + 1 if a.name == "Inc" else 0
+    ...     def observe(self): return self.n
+    >>> h = Harness(Counter(), Impl, {})
+    >>> cover = covering_set(explore(Counter()))
+    >>> len(cover.traces), cover.steps, cover.covered, len(cover.graph.edges)
+    (1, 3, 3, 3)
+    >>> [h.run(acts, init) for init, acts in cover.traces]
+    [None]
+    >>> class Off(Impl):                        # forgets to reset
+    ...     def apply(self, a): self.n = self.n + 1 if a.name == "Inc" else self.n
+    >>> d = Harness(Counter(), Off, {}).run(cover.traces[0][1])
+    >>> d.step, str(d.action), d.changes
+    (3, 'Reset()', [('value', 0, 2)])
+
 >>> from typing import NamedTuple
 >>> class P(NamedTuple):
 ...     leader: int
@@ -35,7 +73,32 @@ matter, a tuple equals a list, but ``True`` is not ``1``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import importlib
+import json
+import os
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from checker.errors import ModelError, UsageError
+from checker.graph import StateGraph, explore  # noqa: F401 - explore: the doctests
+from checker.model import Action, Model, State
+from checker.trace import ABSENT, _exc, _same, render_changes
+
+__all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save",
+           "CoveringSet", "covering_set", "random_walks", "walk_machine"]
+
+CONTEXT = 5          # previous steps shown in a divergence report
+
+INITIAL, REFUSED, RAISED, STATE = "initial", "refused", "raised", "state"
+KINDS = {
+    INITIAL: "the implementation's initial state differs from the model's (model -> implementation)",
+    REFUSED: "the model enables this action but the implementation does not",
+    RAISED: "the implementation raised",
+    STATE: "after this step the implementation's state differs from the model's (model -> implementation)",
+}
 
 
 def plain(state: Any) -> Any:
@@ -48,3 +111,604 @@ def plain(state: Any) -> Any:
     if isinstance(state, Mapping):
         return {k: plain(v) for k, v in state.items()}
     return state
+
+
+class _NotPlain(TypeError):
+    pass
+
+
+def _refuse(v: Any) -> Any:
+    raise _NotPlain(f"{type(v).__name__} {v!r:.60} is not plain data (dict / list / int / str / bool / None)")
+
+
+def canonical(obs: Any) -> str:
+    """The text two observations are compared by: JSON with sorted keys, so that a
+    dict's key order does not matter and ``True`` stays distinct from ``1``."""
+    return json.dumps(obs, sort_keys=True, default=_refuse, separators=(",", ":"))
+
+
+def _view(obs: Any) -> Any:
+    """An observation as the JSON data ``diff`` walks (dict keys as strings)."""
+    v = json.loads(canonical(obs))
+    return v if isinstance(v, dict) else {"value": v}
+
+
+def diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+    """``[(key, old, new)]`` field by field, keys spelled as ``checker.trace.flatten``
+    spells them.  Unlike ``checker.trace.diff`` it does not align lists: in an
+    observation a list is usually positional (the log of replica 1 is ``logs[1]``),
+    so lists of one length are compared index by index and lists of different
+    lengths are shown whole (``isr: [0, 1] -> [0]``).
+
+    >>> diff({"logs": [[], []], "hw": 0}, {"logs": [[1], []], "hw": 0, "x": 1})
+    [('logs[0]', [], [1]), ('x', <absent>, 1)]
+    """
+    out: list[tuple[str, Any, Any]] = []
+
+    def walk(key: str, a: Any, b: Any) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for k in [*a, *(k for k in b if k not in a)]:
+                walk(f"{key}.{k}" if key else str(k), a.get(k, ABSENT), b.get(k, ABSENT))
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(f"{key}[{i}]", x, y)
+        elif not _same(a, b):
+            out.append((key, a, b))
+
+    walk("", before, after)
+    return out
+
+
+# ------------------------------------------------------------------------ loading
+
+def load_implementation(family: Any, family_ref: str = "") -> Callable[[Mapping[str, Any]], Any]:
+    """The adapter class a family names in ``implementation`` (``module:attribute``).
+    UsageError when the family names none or the name does not import."""
+    ref = getattr(family, "implementation", None)
+    name = getattr(family, "name", "?")
+    label = f"model family {name!r}" + (f" ({family_ref})" if family_ref and family_ref != name else "")
+    if not ref:
+        raise UsageError(f"{label} has no implementation to check conformance against; set its "
+                         f"ModelFamily.implementation = 'module:attribute' (see checker/conform.py)")
+    modname, _, attr = str(ref).partition(":")
+    if not modname or not attr:
+        raise UsageError(f"{label} names its implementation {ref!r}; it must be 'module:attribute'")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(modname)
+    except ModuleNotFoundError as e:
+        if e.name and (modname == e.name or modname.startswith(e.name + ".")):
+            raise UsageError(f"{label} names implementation {ref!r}, but there is no module {e.name!r}; "
+                             f"check the name and PYTHONPATH") from None
+        raise UsageError(f"importing implementation {ref!r} of {label} failed: {e}; install what it needs") from None
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"importing implementation {ref!r} of {label} raised {_exc(e)}") from e
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"{label} names implementation {ref!r}, but module {modname!r} has no "
+                             f"attribute {attr!r}; fix ModelFamily.implementation")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise UsageError(f"implementation {ref!r} of {label} is a {type(obj).__name__}, not a class; "
+                         f"point ModelFamily.implementation at the adapter class")
+    return obj
+
+
+# ------------------------------------------------------------------------ replay
+
+class NotInModel(Exception):
+    """An action sequence the model itself does not allow (the trace no longer fits
+    the model): not an implementation divergence."""
+
+    def __init__(self, step: int, action: Action, enabled: Sequence[Action]) -> None:
+        shown = ", ".join(str(a) for a in list(enabled)[:8]) + (f", ... {len(enabled) - 8} more" if len(enabled) > 8 else "")
+        super().__init__(f"step {step}: action {action} is not enabled in the model here (enabled: {shown or 'none'})")
+        self.step, self.action, self.enabled = step, action, list(enabled)
+
+
+@dataclass
+class Divergence:
+    """The first step where the implementation parts from the model.
+
+    ``step`` is the index of the diverging action in ``actions`` counted from 1
+    (step 0: the initial states differ); ``actions`` is the path up to and including
+    it.  ``changes`` are ``(field, model value, implementation value)``; ``context``
+    the previous few steps as ``(index, action, model-side changes)``.  After
+    :func:`shrink` and :func:`save`, ``original`` is the divergence as first found,
+    ``trace_path`` where the shrunk path was saved and ``command`` how to reproduce it.
+    """
+
+    kind: str
+    step: int
+    action: Action | None
+    actions: tuple = ()
+    changes: list = field(default_factory=list)
+    detail: str = ""
+    model_changes: list = field(default_factory=list)   # what the model did in this step
+    context: list = field(default_factory=list)
+    init: Any = None                                      # the model's initial state of the path
+    source: str = ""
+    original: "Divergence | None" = None
+    trace_path: str | None = None
+    command: str = ""
+
+    @property
+    def summary(self) -> str:
+        where = "in the initial state" if self.step == 0 else f"at step {self.step}, {self.action}"
+        if self.kind == STATE or self.kind == INITIAL:
+            first = self.changes[0] if self.changes else None
+            what = (f"{first[0] or 'value'}: model {first[1]!r}, implementation {first[2]!r}"
+                    + (f" (and {len(self.changes) - 1} more)" if len(self.changes) > 1 else "")) if first else "states differ"
+        elif self.kind == REFUSED:
+            what = "the implementation does not enable it"
+        else:
+            what = f"the implementation raised {self.detail}"
+        return f"diverges {where}: {what}"
+
+    def render(self) -> str:
+        lines = []
+        head = self.original or self
+        src = f" of {head.source}" if head.source else ""
+        if head.step == 0:
+            lines.append(f"DIVERGENCE in the initial state{src}")
+        else:
+            lines.append(f"DIVERGENCE at step {head.step}{src}: {head.action}")
+        lines.extend(_body(head))
+        if self.original is not None and self.original is not self:
+            lines.append("")
+            n0, n1 = len(self.original.actions), len(self.actions)
+            saved = f", saved to {self.trace_path}" if self.trace_path else ""
+            lines.append(f"shrunk from {n0} to {n1} step{'s' if n1 != 1 else ''}{saved}:")
+            for i, a in enumerate(self.actions, 1):
+                lines.append(f"  step {i}  {a}")
+            if self.step == 0:
+                lines.append("  the initial states already differ")
+            elif (self.kind, self.changes) != (head.kind, head.changes) or self.step != n1:
+                lines.append(f"  at step {self.step}: {KINDS[self.kind]}")
+                lines.extend(_detail(self, "    "))
+        else:
+            n = len(self.actions)
+            if self.original is self and n > 1:
+                lines.append("")
+                lines.append(f"not shrunk: no step of the {n} can be dropped (what is left is illegal "
+                             f"in the model or conforms)")
+            if self.trace_path:
+                lines.append(f"saved to {self.trace_path}")
+        if self.command:
+            lines.append(f"reproduce: {self.command}")
+        return "\n".join(lines)
+
+
+def _detail(d: Divergence, indent: str) -> list[str]:
+    if d.kind in (STATE, INITIAL):
+        return render_changes(d.changes, indent=indent)
+    if d.kind == RAISED:
+        return [f"{indent}{d.detail}"]
+    return []
+
+
+def _body(d: Divergence) -> list[str]:
+    lines = [f"  {KINDS[d.kind]}:" if d.kind != REFUSED else f"  {KINDS[d.kind]}"]
+    lines.extend(_detail(d, "    "))
+    if d.kind == STATE and d.model_changes:
+        lines.append("  what the model did in this step:")
+        lines.extend(render_changes(d.model_changes, indent="    "))
+    if d.context:
+        first = d.context[0][0]
+        lines.append(f"  previous steps{' (from step ' + str(first) + ')' if first > 1 else ''}:")
+        for i, a, ch in d.context:
+            lines.append(f"    step {i}  {a}")
+            lines.extend(render_changes(ch, indent="      "))
+    return lines
+
+
+class Harness:
+    """One model and one implementation adapter, configured alike.
+
+    ``impl_factory(config)`` builds a fresh implementation for every run; ``config``
+    is the model's full configuration dict.
+    """
+
+    def __init__(self, model: Model, impl_factory: Callable[[Mapping[str, Any]], Any],
+                 config: Mapping[str, Any]) -> None:
+        self.model, self.factory, self.config = model, impl_factory, dict(config)
+        self.steps = 0          # implementation steps taken, over every run (a cost measure)
+        self.runs = 0
+
+    # -- the model side: its errors are the model's (ModelError), never a divergence
+    def initial(self) -> State:
+        try:
+            inits = list(self.model.init_states())
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"init_states() raised {_exc(e)}") from e
+        if not inits:
+            raise ModelError("the model has no initial state")
+        return inits[0]
+
+    def observe_model(self, state: State, where: str) -> Any:
+        try:
+            obs = self.model.observe(state)
+            canonical(obs)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: {self.model.name}.observe() raised {_exc(e)}") from e
+        return obs
+
+    def enabled_in_model(self, state: State, where: str) -> list[Action]:
+        try:
+            return list(self.model.actions(state))
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: actions() raised {_exc(e)}") from e
+
+    def next_state(self, state: State, act: Action, where: str) -> State:
+        try:
+            return self.model.next_state(state, act)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{where}: next_state(..., {act}) raised {_exc(e)}") from e
+
+    def model_path(self, actions: Sequence[Action], init: State | None = None) -> list[State]:
+        """The model's states along ``actions`` (NotInModel if one is not enabled)."""
+        state = self.initial() if init is None else init
+        states = [state]
+        for i, a in enumerate(actions, 1):
+            where = f"step {i}"
+            if a not in self.enabled_in_model(state, where):
+                raise NotInModel(i, a, self.enabled_in_model(state, where))
+            state = self.next_state(state, a, where)
+            states.append(state)
+        return states
+
+    def fits(self, actions: Sequence[Action], init: State | None = None) -> bool:
+        try:
+            self.model_path(actions, init)
+        except NotInModel:
+            return False
+        return True
+
+    # -- both sides
+    def run(self, actions: Sequence[Action], init: State | None = None, *, source: str = "") -> Divergence | None:
+        """Replay ``actions`` on the model (from ``init``, default its first initial
+        state) and on a fresh implementation; the first divergence, or None."""
+        self.runs += 1
+        states = self.model_path(actions, init)   # NotInModel before the implementation runs
+        actions = tuple(actions)
+        observed = [None] * len(states)
+
+        def model_obs(i: int) -> Any:
+            if observed[i] is None:
+                observed[i] = (self.observe_model(states[i], f"step {i}"),)
+            return observed[i][0]
+
+        def diverge(kind: str, i: int, changes: list | None = None, detail: str = "") -> Divergence:
+            d = Divergence(kind, i, actions[i - 1] if i else None, actions[:i], changes or [], detail,
+                           init=states[0], source=source)
+            if i:
+                d.model_changes = diff(_view(model_obs(i - 1)), _view(model_obs(i))) if kind == STATE else []
+                d.context = [(j, actions[j - 1], diff(_view(model_obs(j - 1)), _view(model_obs(j))))
+                             for j in range(max(1, i - CONTEXT), i)]
+            return d
+
+        def impl_obs(impl: Any, i: int) -> tuple[Any, Divergence | None]:
+            try:
+                obs = impl.observe()
+                text = canonical(obs)
+            except Exception as e:  # noqa: BLE001 - the implementation's failure is a finding
+                return None, diverge(RAISED, i, detail=f"in observe(): {_exc(e)}")
+            if text != canonical(model_obs(i)):
+                return obs, diverge(INITIAL if i == 0 else STATE, i, diff(_view(model_obs(i)), _view(obs)))
+            return obs, None
+
+        try:
+            impl = self.factory(self.config)
+        except Exception as e:  # noqa: BLE001
+            return diverge(RAISED, 0, detail=f"building it raised {_exc(e)}")
+        _, d = impl_obs(impl, 0)
+        if d:
+            return d
+        for i, a in enumerate(actions, 1):
+            try:
+                ok = impl.enabled(a)
+            except Exception as e:  # noqa: BLE001
+                return diverge(RAISED, i, detail=f"in enabled({a}): {_exc(e)}")
+            if not ok:
+                return diverge(REFUSED, i)
+            try:
+                impl.apply(a)
+            except Exception as e:  # noqa: BLE001
+                return diverge(RAISED, i, detail=f"in apply({a}): {_exc(e)}")
+            self.steps += 1
+            _, d = impl_obs(impl, i)
+            if d:
+                return d
+        return None
+
+
+# ----------------------------------------------------------------------- shrinking
+
+def shrink(harness: Harness, found: Divergence) -> Divergence:
+    """Delta debugging over the steps of ``found.actions``: drop chunks of steps (halves,
+    quarters, ... single steps) while what is left is still legal in the model and
+    still diverges (at any step: the path is cut there), until no single step can be
+    dropped.  Deterministic.  Returns the shortest divergence found, with ``original``
+    set to ``found``."""
+    init = found.init
+    best = found
+    cur = list(found.actions)
+    tried: set[tuple] = set()
+
+    def attempt(cand: list[Action]) -> Divergence | None:
+        key = tuple(cand)
+        if key in tried:
+            return None
+        tried.add(key)
+        if not harness.fits(cand, init):
+            return None
+        return harness.run(cand, init, source=found.source)
+
+    if best.step > 0:
+        size = max(1, len(cur) // 2)
+        while size >= 1 and cur:
+            changed = False
+            i = 0
+            while i < len(cur):
+                cand = cur[:i] + cur[i + size:]
+                d = attempt(cand)
+                if d is not None:
+                    best, cur, changed = d, list(d.actions), True
+                else:
+                    i += size if size > 1 else 1
+            if changed and size > 1:
+                size = min(size, max(1, len(cur) // 2))
+            elif not changed and size == 1:
+                break
+            elif not changed:
+                size //= 2
+            # changed at size 1: another pass at size 1, until nothing can be dropped
+    best.original = found
+    return best
+
+
+def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: str,
+         preset: str | None = None, label: str | None = None, command: str | None = None) -> Path:
+    """Save ``d``'s path as a trace (property ``Conformance``) in ``directory``; an
+    existing file is never overwritten (see checker.trace.write_trace)."""
+    from checker.bfs import replay_path
+    from checker.result import Violation
+    from checker.trace import write_trace
+
+    try:
+        path = replay_path(harness.model, d.actions, d.init)
+    except ModelError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"replaying the diverging path in the model raised {_exc(e)}") from e
+    v = Violation("Conformance", "conformance", path, message=d.summary)
+    try:
+        return write_trace(directory, family_ref=family_ref, model=harness.model, config=harness.config,
+                           preset=preset, violation=v, engine="conform", command=command, properties=[],
+                           label=label)
+    except OSError as e:
+        raise UsageError(f"cannot write a trace to '{directory}': {e.strerror or e}; "
+                         f"choose another directory with --traces-dir DIR") from None
+
+
+# --------------------------------------------------------------------- covering set
+
+@dataclass
+class CoveringSet:
+    """Paths from the initial states that together take every transition of ``graph``.
+
+    ``paths`` holds edge indices; ``traces`` the same as ``(initial state, actions)``.
+    Every step takes one transition, so ``len(graph.edges)`` steps is a lower bound.
+    """
+
+    graph: StateGraph
+    paths: list[list[int]]
+
+    @property
+    def traces(self) -> list[tuple[State, list[Action]]]:
+        g = self.graph
+        out = []
+        for p in self.paths:
+            out.append((g.states[g.edges[p[0]][0]] if p else None, [g.edges[e][1] for e in p]))
+        return out
+
+    @property
+    def steps(self) -> int:
+        return sum(len(p) for p in self.paths)
+
+    @property
+    def covered(self) -> int:
+        return len({e for p in self.paths for e in p})
+
+
+def covering_set(graph: StateGraph, max_length: int | None = None) -> CoveringSet:
+    """A greedy covering set of ``graph``: each path starts with a shortest path from an
+    initial state to the source of the first transition not yet taken (in exploration
+    order, so the shallowest), then follows transitions not yet taken while there are
+    any; when it is stuck it walks to the nearest state that has one, unless starting
+    a new path from an initial state would get to one sooner (or the path has
+    ``max_length`` steps).  Deterministic: ties go to exploration order.
+
+    >>> from checker.model import Model, action
+    >>> class Diamond(Model):       # 0 -a-> 1, 0 -b-> 2, 1 -c-> 3, 2 -d-> 3
+    ...     def init_states(self): return [0]
+    ...     def actions(self, s): return {0: [action("a"), action("b")], 1: [action("c")], 2: [action("d")]}.get(s, [])
+    ...     def next_state(self, s, a): return {"a": 1, "b": 2, "c": 3, "d": 3}[a.name]
+    >>> c = covering_set(explore(Diamond()))
+    >>> [[str(a) for a in acts] for _, acts in c.traces], c.steps, c.covered
+    ([['a()', 'c()'], ['b()', 'd()']], 4, 4)
+    """
+    edges = graph.edges
+    out = graph.out_edges()
+    covered = bytearray(len(edges))
+    left = [len(o) for o in out]            # transitions not yet taken, per state
+    remaining = len(edges)
+    paths: list[list[int]] = []
+    cursor = 0
+
+    def take(e: int, path: list[int]) -> int:
+        nonlocal remaining
+        path.append(e)
+        if not covered[e]:
+            covered[e] = 1
+            remaining -= 1
+            left[edges[e][0]] -= 1
+        return edges[e][2]
+
+    def nearest(start: int, limit: int) -> list[int] | None:
+        """Edges of a shortest path from ``start`` to a state with a transition not yet
+        taken, if there is one within ``limit`` steps."""
+        seen = {start: -1}
+        frontier = deque([(start, 0)])
+        while frontier:
+            n, dist = frontier.popleft()
+            if left[n] and n != start:
+                route = []
+                while n != start:
+                    e = seen[n]
+                    route.append(e)
+                    n = edges[e][0]
+                return route[::-1]
+            if dist >= limit:
+                continue
+            for e in out[n]:
+                m = edges[e][2]
+                if m not in seen:
+                    seen[m] = e
+                    frontier.append((m, dist + 1))
+        return None
+
+    while remaining:
+        while covered[cursor]:
+            cursor += 1
+        src = edges[cursor][0]
+        path: list[int] = []
+        for e in _path_edges(graph, src):
+            take(e, path)
+        node = src
+        while True:
+            todo = next((e for e in out[node] if not covered[e]), None)
+            if todo is not None:
+                node = take(todo, path)
+                continue
+            if not remaining or (max_length is not None and len(path) >= max_length):
+                break
+            while covered[cursor]:
+                cursor += 1
+            restart = graph.depth[edges[cursor][0]]
+            route = nearest(node, restart)
+            if route is None:
+                break
+            for e in route:
+                node = take(e, path)
+        paths.append(path)
+    return CoveringSet(graph, paths)
+
+
+def _path_edges(graph: StateGraph, node: int) -> list[int]:
+    """Edge indices of the shortest path from an initial state to ``node``."""
+    path = []
+    while graph.parent[node] >= 0:
+        e = graph.parent[node]
+        path.append(e)
+        node = graph.edges[e][0]
+    return path[::-1]
+
+
+# ---------------------------------------------------------------------- random walks
+
+class DivergenceFound(AssertionError):
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.summary)
+        self.divergence = divergence
+
+
+def walk_machine(harness: Harness) -> type:
+    """A Hypothesis ``RuleBasedStateMachine`` over ``harness``: its one rule draws an
+    index into the model's enabled actions and applies that action to the model and
+    the implementation alike; its invariant is that the observations are equal.
+    Hypothesis shrinks a failure towards fewer steps and lower indices (the earlier
+    actions of ``actions()``)."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+    model = harness.model
+
+    class ConformanceWalk(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.state = harness.initial()
+            self.actions: list[Action] = []
+            self.impl: Any = None
+
+        def diverged(self) -> None:
+            # The harness replays the path on a fresh implementation: one judge of a
+            # divergence, one report, whether it came from a trace or a walk.
+            d = harness.run(self.actions, source="a random walk")
+            if d is None:
+                raise AssertionError(f"the implementation diverged on a random walk but not when the same "
+                                     f"{len(self.actions)} steps were replayed on a fresh one: it is not "
+                                     f"deterministic ({', '.join(map(str, self.actions))})")
+            raise DivergenceFound(d)
+
+        @initialize()
+        def start(self) -> None:
+            try:
+                self.impl = harness.factory(harness.config)
+            except Exception:  # noqa: BLE001
+                self.diverged()
+
+        @rule(data=st.data())
+        def step(self, data: Any) -> None:
+            where = f"step {len(self.actions) + 1}"
+            enabled = harness.enabled_in_model(self.state, where)
+            if not enabled:
+                return                      # a terminal state (or a deadlock): nothing to do
+            a = enabled[data.draw(st.integers(0, len(enabled) - 1), label="action index")]
+            self.state = harness.next_state(self.state, a, where)
+            self.actions.append(a)
+            try:
+                ok = self.impl.enabled(a)
+                if ok:
+                    self.impl.apply(a)
+                    harness.steps += 1
+            except Exception:  # noqa: BLE001
+                ok = False
+            if not ok:
+                self.diverged()
+
+        @invariant()
+        def observations_agree(self) -> None:
+            if self.impl is None:
+                return
+            try:
+                same = canonical(self.impl.observe()) == canonical(harness.observe_model(self.state, "walk"))
+            except ModelError:
+                raise
+            except Exception:  # noqa: BLE001
+                same = False
+            if not same:
+                self.diverged()
+
+    ConformanceWalk.__name__ = f"ConformanceWalk_{model.name}"
+    return ConformanceWalk
+
+
+def random_walks(harness: Harness, walks: int, depth: int) -> Divergence | None:
+    """``walks`` random walks of at most ``depth`` steps each (Hypothesis, derandomized,
+    no example database: the same walks on every run).  The shrunk failing walk, or None."""
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    cfg = settings(max_examples=walks, stateful_step_count=max(1, depth), derandomize=True, database=None,
+                   deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                   report_multiple_bugs=False, print_blob=False,
+                   phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink))
+    try:
+        run_state_machine_as_test(walk_machine(harness), settings=cfg)
+    except DivergenceFound as e:
+        return e.divergence
+    return None

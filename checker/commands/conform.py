@@ -1,0 +1,287 @@
+"""``kmc conform``: replay traces against a model family's implementation and compare
+the two, step by step (checker.conform does the work; this is the command line).
+
+``kmc conform TRACE...`` replays saved traces.  ``kmc conform --preset P`` explores
+the preset's state graph, replays a covering set of it (every transition taken at
+least once), then the traces under ``--known`` (``traces/known/``) recorded with the
+same configuration, then ``--walks N`` random walks of at most ``--depth D`` steps.
+A divergence is shrunk, saved under ``--traces-dir`` and reported with the command
+that reproduces it.  Exit 0: everything conforms; 1: a divergence (or a trace that no
+longer fits the model); 2: bad input; 3: the model broke its contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from checker.errors import UsageError
+
+DEFAULT_DEPTH = 50
+PROGRESS_SECONDS = 2.0
+
+
+def register(sub: Any, fmt: Any) -> None:
+    from checker.cli import EXIT_CODES, _nonneg, _positive, _wrap
+    from checker.graph import DEFAULT_MAX_STATES
+
+    p = sub.add_parser(
+        "conform", help="replay traces against the model's implementation, comparing states step by step",
+        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+        description=_wrap("Drive the model and its implementation (the family's implementation adapter) with "
+                          "the same actions: each action must be enabled in both, and after each step the "
+                          "implementation's observed state must equal the model's. TRACE files are replayed as "
+                          "recorded; --preset P replays a covering set of P's state graph (every transition at "
+                          "least once), the traces in --known with the same configuration and, with --walks, "
+                          "random walks. A divergence is shrunk and saved as a trace."))
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files to replay (kmc check / kmc conform wrote them)")
+    p.add_argument("--model", metavar="NAME|module:attr",
+                   help="model family (default: the one a trace names; with --preset, the registered model)")
+    p.add_argument("--preset", metavar="P", help="generate the corpus from this preset's state graph")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="override one parameter of --preset (repeatable)")
+    p.add_argument("--walks", metavar="N", type=_nonneg, default=0,
+                   help="also run N random walks (Hypothesis, derandomized) on the preset's configuration")
+    p.add_argument("--depth", metavar="D", type=_positive, default=DEFAULT_DEPTH,
+                   help=f"steps per random walk, at most (default {DEFAULT_DEPTH})")
+    p.add_argument("--known", metavar="DIR", default="traces/known",
+                   help="with --preset, also replay the traces in DIR recorded with the same configuration "
+                        "(default: traces/known; a missing directory is skipped)")
+    p.add_argument("--max-states", metavar="N", type=_positive, default=DEFAULT_MAX_STATES,
+                   help=f"refuse a state graph larger than N states (default {DEFAULT_MAX_STATES})")
+    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+                   help="where a shrunk diverging trace is saved (default: traces/); never overwritten")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_conform)
+
+
+class _Progress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.start, self.last = quiet, time.monotonic(), time.monotonic()
+
+    def tick(self, text: str) -> None:
+        now = time.monotonic()
+        if not self.quiet and now - self.last >= PROGRESS_SECONDS:
+            self.last = now
+            print(f"conform: {text}, {now - self.start:.1f} s", file=sys.stderr, flush=True)
+
+
+def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
+    """Everything needed to replay one trace file; bad input raises UsageError."""
+    from checker.cli import _build, load_family
+    from checker.config import resolve
+    from checker.conform import load_implementation
+    from checker.trace import load_trace
+
+    trace = load_trace(path)
+    try:
+        family, ref = load_family(model_ref or trace.family_ref)
+    except UsageError as e:
+        if model_ref:
+            raise
+        raise UsageError(f"trace file '{path}' names model family {trace.family_ref!r}: {e}") from None
+    try:
+        config = resolve(family, None, trace.config)
+    except UsageError as e:
+        raise UsageError(f"trace file '{path}': its config no longer fits model family {ref!r}: {e}") from None
+    return {"trace": trace, "family": family, "ref": ref, "config": config, "model": _build(family, config),
+            "impl": load_implementation(family, ref)}
+
+
+def cmd_conform(args: argparse.Namespace, command: str) -> int:
+    from checker.cli import EXIT_OK, _check_traces_dir
+
+    if not args.traces and not args.preset:
+        raise UsageError("nothing to replay: name trace files (kmc conform TRACE...) or a preset "
+                         "(kmc conform --preset P)")
+    if not args.preset:
+        for flag, given in (("--set", args.set), ("--walks", args.walks)):
+            if given:
+                raise UsageError(f"{flag} needs --preset P (a trace carries its own configuration)")
+    _check_traces_dir(args.traces_dir)
+    cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
+    progress = _Progress(args.quiet)
+    status = EXIT_OK
+    for t, case in zip(args.traces, cases):
+        status = max(status, _conform_trace(t, case, args, command, progress))
+    if args.preset:
+        status = max(status, _conform_preset(args, command, progress))
+    return status
+
+
+def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, command: str, progress: _Progress) -> int:
+    from checker.cli import EXIT_FAIL, EXIT_OK, _fail
+    from checker.conform import Harness, NotInModel
+    from checker.fingerprint import fingerprint, format_fingerprint
+
+    trace, model = case["trace"], case["model"]
+    harness = Harness(model, case["impl"], case["config"])
+    want = trace.steps[0].fingerprint
+    init = next((s for s in harness_inits(harness) if format_fingerprint(fingerprint(model, s)).lower() == want), None)
+    actions = [s.action for s in trace.steps[1:]]
+    n = len(actions)
+    if init is None:
+        print(f"{path}: the recorded initial state is not an initial state of the model")
+        _fail(f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
+        return EXIT_FAIL
+    try:
+        states = harness.model_path(actions, init)
+    except NotInModel as e:
+        print(f"{path}: {e}")
+        _fail(f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
+        return EXIT_FAIL
+    stale = next((i for i, (s, rec) in enumerate(zip(states, trace.steps))
+                  if format_fingerprint(fingerprint(model, s)).lower() != rec.fingerprint), None)
+    d = harness.run(actions, init, source=path)
+    if stale is not None:
+        print(f"warning: {path}: from step {stale} the model no longer derives the recorded states "
+              f"(kmc replay {shlex.quote(path)} shows why); checked against the model as it is now")
+    if d is None:
+        print(f"{path}: conforms ({n} step{'s' if n != 1 else ''})")
+        return EXIT_OK
+    from checker.config import resolve
+    custom = not trace.preset or trace.preset not in case["family"].presets or \
+        case["config"] != resolve(case["family"], trace.preset, {})
+    label = f"{trace.preset}-custom" if trace.preset and custom else trace.preset or "custom"
+    return _report(harness, d, args, command, case["ref"], trace.preset, label, given=(path, actions))
+
+
+def harness_inits(harness: Any) -> list:
+    from checker.errors import ModelError
+    try:
+        return list(harness.model.init_states())
+    except Exception as e:  # noqa: BLE001
+        from checker.trace import _exc
+        raise ModelError(f"init_states() raised {_exc(e)}") from e
+
+
+def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: str, preset: str | None,
+            label: str, given: tuple | None = None) -> int:
+    """Shrink ``d``, save the shrunk path (unless it is the whole trace file ``given``
+    already holds), print the report and the one-line failure."""
+    from checker.cli import EXIT_FAIL, _fail
+    from checker.conform import save, shrink
+
+    small = shrink(harness, d)
+    if given is not None and list(small.actions) == list(given[1]):
+        path: Any = given[0]
+    else:
+        path = save(harness, small, args.traces_dir, family_ref=ref, preset=preset, label=label, command=command)
+    small.trace_path = str(path)
+    small.command = f"kmc conform {shlex.quote(str(path))}"
+    print()
+    print(small.render())
+    print()
+    _fail(f"the implementation {small.original.summary}; shrunk to {len(small.actions)} "
+          f"step{'s' if len(small.actions) != 1 else ''} in {path}; replay it with {small.command}", command)
+    return EXIT_FAIL
+
+
+def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress) -> int:
+    from checker.cli import EXIT_FAIL, EXIT_OK, _build, _config_text, _fail, load_family
+    from checker.config import parse_set, resolve
+    from checker.conform import Harness, NotInModel, covering_set, load_implementation, random_walks
+    from checker.graph import explore
+
+    family, ref = load_family(args.model)
+    config = resolve(family, args.preset, parse_set(args.set))
+    custom = config != resolve(family, args.preset, {})
+    model = _build(family, config)
+    impl = load_implementation(family, ref)
+    label = f"{args.preset}-custom" if custom else args.preset
+    print(f"kmc conform: model {model.name} {model.version} (family {ref}), preset {args.preset}"
+          f"{' with overrides' if custom else ''}; implementation {family.implementation}")
+    print(_config_text("config: ", config))
+    ignored = dict(getattr(impl, "ignored", {}) or {})
+    if ignored:
+        print("not compared (the implementation's fields the projection leaves out):")
+        for k, why in ignored.items():
+            print(f"  {k}: {why}")
+    sys.stdout.flush()
+
+    t0 = time.monotonic()
+    graph = explore(model, max_states=args.max_states, command=command)
+    cover = covering_set(graph)
+    t_graph = time.monotonic() - t0
+    edges = len(graph.edges)
+    print(f"state graph: {len(graph.states)} states, {edges} transitions"
+          f"{'' if graph.complete else ' (cut by the model boundary)'} ({t_graph:.1f} s)")
+    print(f"covering set: {len(cover.paths)} traces, {cover.steps} steps for {edges} transitions "
+          f"(lower bound {edges} steps; {cover.steps / max(1, edges):.2f} x)")
+    corpus = [(f"covering-set trace {i + 1} of {len(cover.paths)} (preset {args.preset})", init, acts)
+              for i, (init, acts) in enumerate(cover.traces)]
+    known = _known_traces(args.known, family, ref, config)
+    if known:
+        print(f"saved traces with this configuration in {args.known}: {len(known)} "
+              f"({sum(len(a) for _, _, a in known)} steps)")
+    corpus.extend(known)
+    sys.stdout.flush()
+
+    harness = Harness(model, impl, config)
+    t1 = time.monotonic()
+    steps = 0
+    for i, (source, init, acts) in enumerate(corpus):
+        progress.tick(f"{i}/{len(corpus)} traces, {steps} steps")
+        try:
+            d = harness.run(acts, init, source=source)
+        except NotInModel as e:
+            print(f"{source}: {e}")
+            _fail(f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
+            return EXIT_FAIL
+        if d is not None:
+            print(f"divergence in {source}; stopped at the first divergence ({i} of {len(corpus)} traces conform)")
+            return _report(harness, d, args, command, ref, args.preset, label)
+        steps += len(acts)
+    t_replay = time.monotonic() - t1
+    print(f"replayed {len(corpus)} traces, {steps} steps: all conform ({t_replay:.1f} s)")
+    walk_steps = 0
+    if args.walks:
+        t2 = time.monotonic()
+        before = harness.steps
+        d = random_walks(harness, args.walks, args.depth)
+        walk_steps = harness.steps - before
+        if d is not None:
+            d.source = "a random walk"
+            print(f"divergence in a random walk ({args.walks} walks of at most {args.depth} steps)")
+            return _report(harness, d, args, command, ref, args.preset, label)
+        print(f"random walks: {args.walks} of at most {args.depth} steps, {walk_steps} steps: all conform "
+              f"({time.monotonic() - t2:.1f} s)")
+    print(f"corpus: {len(corpus)} traces, {steps} steps{f' + {walk_steps} random-walk steps' if args.walks else ''}; "
+          f"transitions covered: {cover.covered}/{edges} ({100 * cover.covered / max(1, edges):.0f}%)")
+    print(f"verdict: CONFORMS ({time.monotonic() - t0:.1f} s)")
+    return EXIT_OK
+
+
+def _known_traces(directory: str, family: Any, ref: str, config: dict) -> list:
+    """``(source, initial state, actions)`` of the traces in ``directory`` recorded from
+    this family with this configuration, by file name."""
+    from checker.config import resolve
+    from checker.trace import load_trace
+
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    out = []
+    model = None
+    for path in sorted(d.glob("*.json")):
+        trace = load_trace(path)
+        if trace.family_ref != ref:
+            continue
+        try:
+            if resolve(family, None, trace.config) != config:
+                continue
+        except UsageError:
+            continue
+        if model is None:
+            model = family.build(config)
+        from checker.fingerprint import fingerprint, format_fingerprint
+        init = next((s for s in model.init_states()
+                     if format_fingerprint(fingerprint(model, s)).lower() == trace.steps[0].fingerprint), None)
+        if init is None:
+            continue
+        out.append((str(path), init, [s.action for s in trace.steps[1:]]))
+    return out
