@@ -410,6 +410,9 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             chosen.extend(p for p in props if p.name == name and p not in chosen)
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
+    from checker.liveness import CheckRun
+    live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
+    engine_props = [p for p in props if p not in live.props]   # the engines check safety only
 
     if not args.quiet:
         print(f"kmc check: model {model.name} {model.version} (family {family_ref}), preset {preset}"
@@ -433,14 +436,19 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         out.flush()
 
     try:
+        live.explore()
         if engine == "spark":
-            result = _spark_check(args, model, props, check_deadlock, out)
+            result = _spark_check(args, model, engine_props, check_deadlock, out)
         else:
-            result = bfs.check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
+            result = bfs.check(model, properties=engine_props, max_depth=args.max_depth, max_states=args.max_states,
                                keep_going=args.keep_going, check_deadlock=check_deadlock,
                                progress=None if args.quiet else sys.stderr)
+        lassos = live.check()
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
+    if lassos:
+        result.violations.extend(lassos)
+        result.verdict = VIOLATED
     st = result.stats
     print(f"distinct states: {st.distinct}  generated: {st.generated}  depth: {st.depth}", file=out)
     print(f"time: {st.seconds:.2f} s  ({st.states_per_second:,.0f} states/s)  "
@@ -462,6 +470,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         why = ("the first violation stopped the search; --continue goes on"
                if result.violations and not args.keep_going else "the search stopped at the bounds")
         print(_para("", f"witnesses not reached yet ({why}): {', '.join(unreached)}", 4), file=out)
+    if live.props:
+        print(_para("", live.summary(), 4), file=out)
 
     rationale = {p.name: p for p in props}
     label = f"{preset}-custom" if custom else preset
@@ -486,7 +496,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             except Exception as e:  # noqa: BLE001 - describe() is model code
                 raise ModelError(f"saving the trace of {v.property}: {model.name}.describe() raised {_exc(e)}") from e
             trace_paths.append(str(path))
-            print(f"  trace: {_count(len(v.path), 'state')}, {_count(len(v.path) - 1, 'action')}, "
+            loop = "" if v.loop_start is None else f" (a lasso: the loop starts at step {v.loop_start})"
+            print(f"  trace: {_count(len(v.path), 'state')}, {_count(len(v.path) - 1, 'action')}{loop}, "
                   f"saved to {path}", file=out)
             print(f"  replay it: kmc replay {shlex.quote(str(path))}", file=out)
             per_violation[id(v)] = str(path)
@@ -514,8 +525,10 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             "trace_path": trace_paths[0] if trace_paths else None,
             "trace_paths": trace_paths,
             "violations": [{"property": v.property, "kind": v.kind, "message": v.message,
-                            "steps": len(v.path), "trace_path": per_violation.get(id(v))}
+                            "steps": len(v.path), "trace_path": per_violation.get(id(v)),
+                            **({"loop_start": v.loop_start} if v.loop_start is not None else {})}
                            for v in result.violations],
+            "liveness": live.as_dict() if live.props else None,
             "model": model.name,
             "model_version": str(model.version),
             "family": family_ref,
@@ -526,7 +539,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         order = ["distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
                  "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
                  "witnesses", "action_counts", "complete", "violations", "model", "model_version",
-                 "family", "preset", "config", "engine"]
+                 "family", "preset", "config", "engine", "liveness"]
         sys.stdout.write(json.dumps({k: doc[k] for k in order}, default=str) + "\n")
         sys.stdout.flush()
     if result.verdict == VIOLATED:
@@ -575,7 +588,10 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     prop = trace.property
     kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
     print(f"replaying {args.file}")
-    print(f"  property:  {prop['name']} ({kind}), violated at step {last}")
+    k = trace.loop_start
+    print(f"  property:  {prop['name']} ({kind}), violated "
+          + (f"at step {last}" if k is None else f"by a lasso: stem steps 0..{k}, then "
+             + (f"the loop of steps {k + 1}..{last} for ever" if k < last else f"a stop at step {k} for ever")))
     if prop.get("rationale"):
         print(_para("  rationale: ", prop["rationale"]))
     print(f"  model:     {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
@@ -592,8 +608,13 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     for step in res.steps:
         if not res.fits and step.index == res.failed_step:
             break
+        if k is not None and step.index == k + 1:
+            print(f"---- loop: from the state of step {k}, steps {k + 1}..{last} repeat for ever ----")
         print("\n".join(step.render()))
         shown += 1
+        if k is not None and step.index == last and res.stopped_at is None:
+            print(f"---- back at the state of step {k} [{step.fingerprint}]: the loop closes ----" if k < last
+                  else f"---- the lasso ends here: the behaviour stays at step {k} for ever (a stutter) ----")
     for w in res.warnings:
         print(f"warning: {w}")
     if not res.fits:

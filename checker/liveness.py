@@ -52,7 +52,7 @@ from checker.graph import StateGraph
 from checker.model import EVENTUALLY, Action, Model, Property
 from checker.result import Step, Violation
 
-__all__ = ["check_liveness", "Lasso", "lasso_text", "loop_is_fair"]
+__all__ = ["CheckRun", "Lasso", "check_liveness", "lasso_text", "loop_is_fair", "to_violation"]
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Lasso:
             n = len(self.loop)
             loop = (f"the behaviour can repeat steps {k + 1}..{k + n} for ever (back to the state of step "
                     f"{k}), taking every fair action that stays enabled on that loop")
-        start = "in the initial state" if self.trigger_at == 0 else f"at step {self.trigger_at}"
+        start = "the initial state" if self.trigger_at == 0 else f"step {self.trigger_at}"
         return f"the goal does not hold from {start} on, and {loop}"
 
 
@@ -202,8 +202,9 @@ def _fair_loop(g: StateGraph, out: list[list[int]], comp: set, v: int, fairness:
         need = _required(nodes, {g.edges[e][1] for e in walk}, fairness)
         if not need:
             return walk
-        a = need[0]
-        there = _shortest(g, out, comp, v, lambda e: g.edges[e][1] == a or a not in fairness.enabled(g.edges[e][2]))
+        def done(e: int, a: Action = need[0]) -> bool:
+            return g.edges[e][1] == a or a not in fairness.enabled(g.edges[e][2])
+        there = _shortest(g, out, comp, v, done)
         end = g.edges[there[-1]][2]
         back = [] if end == v else _shortest(g, out, comp, end, lambda e: g.edges[e][2] == v)
         walk = walk + there + back
@@ -215,66 +216,68 @@ def check_liveness(g: StateGraph, model: Model, properties: Sequence[Property] |
 
     States outside the model's boundary (``g.unexpanded``) are not explored, so
     no behaviour is known to stay there: they are never a stutter."""
-    import networkx as nx
-
     props = [p for p in (model.properties() if properties is None else properties) if p.kind == EVENTUALLY]
     if not props:
         return []
     out = g.out_edges()
     fairness = _Fairness(model, g, out)
+    return [lasso for p in props if (lasso := _check_one(p, g, out, fairness)) is not None]
+
+
+def _check_one(p: Property, g: StateGraph, out: list[list[int]], fairness: _Fairness) -> Lasso | None:
+    """The lasso with a shortest stem that violates ``p``, or None."""
+    import networkx as nx
+
     unexpanded = set(g.unexpanded)
-    found = []
-    for p in props:
-        goal = [_call(p.predicate, s, f"the goal of property {p.name!r}", n, g) for n, s in enumerate(g.states)]
-        bad = [n for n in range(len(g.states)) if not goal[n]]
-        if not bad:
-            continue
-        stutter = {n for n in bad if n not in unexpanded and not fairness.enabled(n)}
-        sub = nx.DiGraph()
-        sub.add_nodes_from(bad)
-        sub.add_edges_from((src, dst) for src, _a, dst in g.edges if not goal[src] and not goal[dst])
-        comp_of: dict[int, set] = {}
-        for comp in sorted((sorted(c) for c in nx.strongly_connected_components(sub)), key=lambda c: c[0]):
-            cset = set(comp)
-            inner = [e for n in comp for e in out[n] if g.edges[e][2] in cset]
-            if not inner:
-                continue                      # one state, no self-loop: no behaviour stays here
-            if not _required(comp, {g.edges[e][1] for e in inner}, fairness):
-                for n in comp:
-                    comp_of[n] = cset
-        target = stutter | set(comp_of)
-        if not target:
-            continue
-        # Nodes that can reach a target without meeting the goal.
-        can = set(target)
-        queue = deque(sorted(target))
-        while queue:
-            n = queue.popleft()
-            for m in sub.predecessors(n):
-                if m not in can:
-                    can.add(m)
-                    queue.append(m)
-        trig_cache: dict[int, bool] = {}
+    goal = [_call(p.predicate, s, f"the goal of property {p.name!r}", n, g) for n, s in enumerate(g.states)]
+    bad = [n for n in range(len(g.states)) if not goal[n]]
+    if not bad:
+        return None
+    stutter = {n for n in bad if n not in unexpanded and not fairness.enabled(n)}
+    sub = nx.DiGraph()
+    sub.add_nodes_from(bad)
+    sub.add_edges_from((src, dst) for src, _a, dst in g.edges if not goal[src] and not goal[dst])
+    comp_of: dict[int, set] = {}
+    for comp in sorted((sorted(c) for c in nx.strongly_connected_components(sub)), key=lambda c: c[0]):
+        cset = set(comp)
+        inner = [e for n in comp for e in out[n] if g.edges[e][2] in cset]
+        if not inner:
+            continue                      # one state, no self-loop: no behaviour stays here
+        if not _required(comp, {g.edges[e][1] for e in inner}, fairness):
+            for n in comp:
+                comp_of[n] = cset
+    target = stutter | set(comp_of)
+    if not target:
+        return None
+    # Nodes that can reach a target without meeting the goal.
+    can = set(target)
+    queue = deque(sorted(target))
+    while queue:
+        n = queue.popleft()
+        for m in sub.predecessors(n):
+            if m not in can:
+                can.add(m)
+                queue.append(m)
+    trig_cache: dict[int, bool] = {}
 
-        def triggered(n: int) -> bool:
-            if p.trigger is None:
-                return True
-            t = trig_cache.get(n)
-            if t is None:
-                t = trig_cache[n] = _call(p.trigger, g.states[n], f"the trigger of property {p.name!r}", n, g)
-            return t
+    def triggered(n: int) -> bool:
+        if p.trigger is None:
+            return True
+        t = trig_cache.get(n)
+        if t is None:
+            t = trig_cache[n] = _call(p.trigger, g.states[n], f"the trigger of property {p.name!r}", n, g)
+        return t
 
-        lasso = _stem(g, out, can, target, triggered)
-        if lasso is None:
-            continue
-        stem, node, trigger_at = lasso
-        if node in stutter:
-            loop: list[int] = []
-        else:
-            loop = _fair_loop(g, out, comp_of[node], node, fairness)
-        unfair = [g.edges[e][1] for e in out[node]] if not loop else []
-        found.append(Lasso(p.name, stem, loop, node, trigger_at, unfair, g))
-    return found
+    lasso = _stem(g, out, can, target, triggered)
+    if lasso is None:
+        return None
+    stem, node, trigger_at = lasso
+    if node in stutter:
+        loop: list[int] = []
+    else:
+        loop = _fair_loop(g, out, comp_of[node], node, fairness)
+    unfair = [g.edges[e][1] for e in out[node]] if not loop else []
+    return Lasso(p.name, stem, loop, node, trigger_at, unfair, g)
 
 
 def _stem(g: StateGraph, out: list[list[int]], can: set, target: set,
@@ -322,3 +325,97 @@ def _stem(g: StateGraph, out: list[list[int]], can: set, target: set,
                 dist[k2], parent[k2] = d + 1, (key, e)
                 dq.append(k2)
     return None
+
+
+# ------------------------------------------------------------------ kmc check
+
+class CheckRun:
+    """What ``kmc check`` does with ``eventually`` properties: decide up front
+    whether they can be checked (the local engine, no depth bound), explore the
+    whole graph before the safety search, and check them after it.
+
+    Properties named with ``--property`` must be checked, so anything in the way
+    is a usage error; properties checked by default are skipped with a note
+    instead, so that a plain ``kmc check`` of a large preset (or on Spark) still
+    checks its safety properties."""
+
+    def __init__(self, model: Model, props: Sequence[Property], named: Sequence[str], engine: str,
+                 max_depth: int | None, max_states: int | None, command: str) -> None:
+        from checker.errors import UsageError
+        from checker.graph import DEFAULT_MAX_STATES
+
+        self.model, self.command = model, command
+        self.props = [p for p in props if p.kind == EVENTUALLY]
+        self.explicit = [p.name for p in self.props if p.name in named]
+        self.limit = max_states or DEFAULT_MAX_STATES
+        self.skipped: str | None = None
+        self.graph: StateGraph | None = None
+        self.lassos: list[Lasso] = []
+        self.seconds = 0.0
+        names = ", ".join(p.name for p in self.props)
+        why = None
+        if engine != "local":
+            why = "they need the whole state graph, which only the local engine builds"
+            fix = "check them with --engine local"
+        elif max_depth is not None:
+            why = "a depth bound cuts behaviours short, and a cut behaviour proves nothing about what happens later"
+            fix = "drop --max-depth"
+        if why and self.explicit:
+            raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
+                             f"{', '.join(self.explicit)} cannot be checked here: {why}; {fix}")
+        if why:
+            self.skipped = f"{names} not checked: {why} ({fix})"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.props) and self.skipped is None
+
+    def explore(self) -> None:
+        """Build the graph (before the safety search, so a graph too large for a
+        named property is refused before a long run)."""
+        import time
+
+        from checker.errors import UsageError
+        from checker.graph import explore
+
+        if not self.active:
+            return
+        t = time.perf_counter()
+        try:
+            self.graph = explore(self.model, max_states=self.limit)
+        except UsageError:
+            names = ", ".join(p.name for p in self.props)
+            fix = f"choose a smaller preset or raise --max-states (now {self.limit})"
+            if self.explicit:
+                raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
+                                 f"{', '.join(self.explicit)} need{'s' if len(self.explicit) == 1 else ''} the "
+                                 f"whole state graph, which has more than {self.limit} states; {fix}") from None
+            self.skipped = f"{names} not checked: the state graph has more than {self.limit} states ({fix})"
+        self.seconds = time.perf_counter() - t
+
+    def check(self) -> list[Violation]:
+        import time
+
+        if not self.active or self.graph is None:
+            return []
+        t = time.perf_counter()
+        self.lassos = check_liveness(self.graph, self.model, self.props)
+        self.seconds += time.perf_counter() - t
+        return [to_violation(v) for v in self.lassos]
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"liveness: {self.skipped}"
+        g = self.graph
+        assert g is not None
+        n = len(self.props)
+        bad = len(self.lassos)
+        verdict = "all hold" if not bad else f"{bad} violated"
+        partial = "" if g.complete else "; states outside the model's boundary are not expanded"
+        return (f"liveness: {n} eventually propert{'y' if n == 1 else 'ies'} under weak fairness on the state "
+                f"graph ({len(g.states)} states, {len(g.edges)} edges, {self.seconds:.2f} s): {verdict}{partial}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"properties": [p.name for p in self.props], "skipped": self.skipped,
+                "graph_states": len(self.graph.states) if self.graph is not None else None,
+                "violated": [v.property for v in self.lassos]}

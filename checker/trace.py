@@ -6,6 +6,14 @@ and every step of the path as ``{index, action, fingerprint, state}`` where
 the family and configuration and re-derives every state from the recorded actions:
 the trace is evidence only as long as the model still produces it.
 
+A violated ``eventually`` property is a *lasso*: the trace adds ``loop_start``, the
+index of the step whose state the loop starts from; steps ``loop_start+1..last``
+are the loop and the last state is the state of step ``loop_start`` again (when
+``loop_start`` is the last step, the loop is empty: the behaviour stutters there
+for ever, no fair action being enabled).  The field is optional and additive, so
+the format stays at version 1: a kmc that predates it replays the steps as a plain
+path and says it cannot re-check an ``eventually`` property.
+
 Diffs work on flattened ``describe()`` views, with dotted keys and ``[i]`` indices::
 
     >>> flatten({"zk": {"partition": [{"leader": 1, "isr": [1, 2]}]}, "controller": 0})
@@ -26,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from checker.errors import ModelError, UsageError
-from checker.model import ALWAYS, Action, Model, Property
+from checker.model import ALWAYS, EVENTUALLY, Action, Model, Property
 
 FORMAT = "kmc-trace"
 FORMAT_VERSION = 1
@@ -415,6 +423,9 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
         "invariants": [os.path.abspath(p) for p in invariants],
         "steps": steps,
     }
+    loop_start = getattr(violation, "loop_start", None)
+    if loop_start is not None:
+        doc["loop_start"] = loop_start
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     same = _same_trace(doc)
     directory = Path(directory)
@@ -498,6 +509,7 @@ class Trace:
     created_by: str
     steps: list[TraceStep]
     invariants: list[str] = field(default_factory=list)
+    loop_start: int | None = None      # a lasso: steps loop_start+1.. are the loop
 
     @property
     def property_name(self) -> str:
@@ -609,9 +621,16 @@ def load_trace(path: str | Path) -> Trace:
                       "fingerprints look like 0x0123456789abcdef")
         state = need(s, "state", dict, w)
         steps.append(TraceStep(i, act, fp.lower(), state))
+    loop_start = need(doc, "loop_start", int, "", optional=True)
+    if loop_start is not None:
+        if not 0 <= loop_start < len(steps):
+            raise bad(f"field 'loop_start' is {loop_start}, but the steps are 0..{len(steps) - 1}")
+        if steps[loop_start].fingerprint != steps[-1].fingerprint:
+            raise bad(f"the loop does not close: step {len(steps) - 1}'s fingerprint differs from step "
+                      f"{loop_start}'s (field 'loop_start')")
     return Trace(path=name, format_version=ver, model_name=mname, model_version=str(mver), family_ref=family,
                  config=dict(config), preset=preset, property=dict(prop), engine=engine, created_by=created,
-                 steps=steps, invariants=list(invariants))
+                 steps=steps, invariants=list(invariants), loop_start=loop_start)
 
 
 _TYPE_WORDS = {"dict": "an object", "list": "an array", "str": "a string", "int": "an integer",
@@ -734,6 +753,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
         return result
     prev_view = view_of(state, "step 0")
     result.steps.append(ReplayStep(0, None, norm(rec0.fingerprint), prev_view, []))
+    states = [state]                   # the re-derived states, for a lasso's re-check
     prev, prev_state = state, None
     shown_view_warning = False
     end = last if stop_at is None else stop_at
@@ -773,15 +793,23 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
             result.warnings.append(f"{where}: the recorded state view differs from the model's describe() "
                                    f"although the fingerprint matches (describe() changed?)")
         prev_state, prev, prev_view = prev, nxt, view
+        states.append(nxt)
     if stop_at is not None and stop_at < last:
         result.property_note = f"stopped at step {stop_at} of {last}; property not re-checked"
         return result
-    _recheck(result, model, trace, prev_state, prev, property_loader)
+    k = trace.loop_start
+    if k is not None and result.steps[k].fingerprint != result.steps[-1].fingerprint:
+        result.fits, result.failed_step = False, last
+        result.reason = (f"step {last}: the loop does not return to the state of step {k} (re-derived "
+                         f"{result.steps[-1].fingerprint}, step {k} is {result.steps[k].fingerprint})")
+        return result
+    _recheck(result, model, trace, prev_state, prev, property_loader, states)
     return result
 
 
 def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, final: Any,
-             property_loader: Callable[[Sequence[str]], Sequence[Property]] | None) -> None:
+             property_loader: Callable[[Sequence[str]], Sequence[Property]] | None,
+             states: Sequence[Any] = ()) -> None:
     name, kind = trace.property["name"], trace.property["kind"]
     if kind == "deadlock":
         try:
@@ -806,6 +834,9 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
         result.property_status = "unknown"
         result.property_note = f"property {name!r} is not declared by the model any more; not re-checked"
         return
+    if prop.kind == EVENTUALLY and trace.loop_start is not None:
+        _recheck_lasso(result, model, trace, prop, states)
+        return
     if prop.kind != ALWAYS:
         result.property_status = "unknown"
         result.property_note = f"property {name!r} is a {prop.kind} property; a path cannot violate it"
@@ -828,6 +859,55 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
     else:
         result.property_status = "violated"
         result.property_note = f"property {name!r} is still violated on the final {where} (step {len(result.steps) - 1})"
+
+
+def _recheck_lasso(result: ReplayResult, model: Model, trace: Trace, prop: Property,
+                   states: Sequence[Any]) -> None:
+    """A lasso still violates ``trigger ~> goal`` if the goal fails on every state
+    from some step on (the loop included), the trigger holds at one of those
+    steps, and the loop is weakly fair (or, empty, stutters where no fair action
+    is enabled): then the behaviour that repeats the loop for ever is fair and
+    never meets the goal again."""
+    from checker.liveness import loop_is_fair
+
+    name, k, last = prop.name, trace.loop_start, len(states) - 1
+
+    def call(pred: Callable, i: int, what: str) -> bool:
+        try:
+            return bool(pred(states[i]))
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"the {what} of property {name!r} raised {_exc(e)} on the state of step {i}") from e
+
+    first = last + 1                   # the first step of the final run of goal-less states
+    while first > 0 and not call(prop.predicate, first - 1, "goal"):
+        first -= 1
+    holds = None
+    if first > k:
+        holds = f"its goal holds at step {first - 1}, inside the loop"
+    elif prop.trigger is not None and not any(call(prop.trigger, i, "trigger") for i in range(first, last + 1)):
+        holds = f"its trigger never holds from step {first} on, where its goal stops holding"
+    else:
+        if prop.trigger is not None:
+            first = next(i for i in range(first, last + 1) if call(prop.trigger, i, "trigger"))
+        loop_states = states[k:last] if last > k else [states[k]]
+        try:
+            missing = loop_is_fair(loop_states, [s.action for s in result.steps[k + 1:]], model)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"checking the loop's fairness (actions()/fair()) raised {_exc(e)}") from e
+        if missing:
+            what = ", ".join(str(a) for a in missing[:3]) + (", ..." if len(missing) > 3 else "")
+            holds = (f"the loop is not fair: {what} stays enabled on it and is never taken" if last > k
+                     else f"the behaviour cannot stop at step {k}: fair actions are enabled there ({what})")
+    if holds:
+        result.property_status = "holds"
+        result.property_note = f"property {name!r} now HOLDS on this lasso: {holds}"
+        return
+    result.property_status = "violated"
+    loop = (f"the fair loop of steps {k + 1}..{last}" if last > k
+            else f"a stop at step {k}, where no fair action is enabled")
+    result.property_note = (f"property {name!r} is still violated: its goal fails from step {first} on"
+                            f"{' (where its trigger holds)' if prop.trigger is not None else ''} and "
+                            f"the lasso ends in {loop}")
 
 
 def _exc(e: BaseException) -> str:
