@@ -273,8 +273,8 @@ class Divergence:
             n = len(self.actions)
             if self.original is self and n > 1:
                 lines.append("")
-                lines.append(f"not shrunk: no step of the {n} can be dropped (what is left is illegal "
-                             f"in the model or conforms)")
+                lines.append(f"not shrunk: no step of the {n} can be dropped, and no shorter path "
+                             f"diverges (within the search budget)")
             if self.trace_path:
                 lines.append(f"saved to {self.trace_path}")
         if self.command:
@@ -427,12 +427,20 @@ class Harness:
 
 # ----------------------------------------------------------------------- shrinking
 
-def shrink(harness: Harness, found: Divergence) -> Divergence:
-    """Delta debugging over the steps of ``found.actions``: drop chunks of steps (halves,
-    quarters, ... single steps) while what is left is still legal in the model and
-    still diverges (at any step: the path is cut there), until no single step can be
-    dropped.  Deterministic.  Returns the shortest divergence found, with ``original``
-    set to ``found``."""
+def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Divergence:
+    """The shortest diverging path that can be found from ``found``, with ``original``
+    set to ``found``.  Deterministic.
+
+    First, delta debugging over the steps of ``found.actions``: drop chunks of steps
+    (halves, quarters, ... single steps) while what is left is still legal in the
+    model and still diverges (at any step: the path is cut there), until no single
+    step can be dropped.  Dropping steps cannot turn ``Replicate(follower=0)`` into
+    ``Replicate(follower=1)`` after a dropped failover, so the result is only
+    1-minimal; second, a breadth-first search of the model's states from the same
+    initial state (one path per state, at most ``search_budget`` replays) looks for a
+    shorter diverging path.  It finds the shortest one whenever the implementation's
+    behaviour depends only on the model state a path reaches; whatever it finds is
+    replayed, so a reported path always diverges."""
     init = found.init
     best = found
     cur = list(found.actions)
@@ -458,7 +466,7 @@ def shrink(harness: Harness, found: Divergence) -> Divergence:
                 if d is not None:
                     best, cur, changed = d, list(d.actions), True
                 else:
-                    i += size if size > 1 else 1
+                    i += size
             if changed and size > 1:
                 size = min(size, max(1, len(cur) // 2))
             elif not changed and size == 1:
@@ -466,8 +474,43 @@ def shrink(harness: Harness, found: Divergence) -> Divergence:
             elif not changed:
                 size //= 2
             # changed at size 1: another pass at size 1, until nothing can be dropped
+        shorter = _search(harness, init, len(best.actions) - 1, search_budget, found.source)
+        if shorter is not None:
+            best = shorter
     best.original = found
     return best
+
+
+def _search(harness: Harness, init: State, max_len: int, budget: int, source: str) -> Divergence | None:
+    """Breadth-first over model states (the first path to each), replaying each path on
+    a fresh implementation: the first that diverges within ``max_len`` steps."""
+    from checker.bfs import _fingerprint_fn
+
+    if max_len < 1 or budget < 1:
+        return None
+    fp = _fingerprint_fn(harness.model)
+    seen = {fp(init)}
+    frontier: list[tuple[State, tuple]] = [(init, ())]
+    runs = 0
+    for depth in range(1, max_len + 1):
+        nxt = []
+        for state, path in frontier:
+            for a in harness.enabled_in_model(state, f"step {depth}"):
+                t = harness.next_state(state, a, f"step {depth}")
+                h = fp(t)
+                if h in seen:
+                    continue
+                seen.add(h)
+                cand = path + (a,)
+                d = harness.run(cand, init, source=source)
+                runs += 1
+                if d is not None:
+                    return d
+                if runs >= budget:
+                    return None
+                nxt.append((t, cand))
+        frontier = nxt
+    return None
 
 
 def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: str,
@@ -590,7 +633,11 @@ def covering_set(graph: StateGraph, max_length: int | None = None) -> CoveringSe
             take(e, path)
         node = src
         while True:
-            todo = next((e for e in out[node] if not covered[e]), None)
+            # Prefer a transition that leads on to more untaken ones (a dead end ends the path).
+            todo = next((e for e in out[node] if not covered[e] and left[edges[e][2]] - (edges[e][2] == node) > 0),
+                        None)
+            if todo is None:
+                todo = next((e for e in out[node] if not covered[e]), None)
             if todo is not None:
                 node = take(todo, path)
                 continue

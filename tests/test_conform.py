@@ -1,0 +1,218 @@
+"""The conformance harness (checker.conform, kmc conform) on a toy protocol and a toy
+implementation written separately (tests/conform_toys.py), with deliberate bugs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.config import resolve
+from checker.conform import (
+    INITIAL, RAISED, REFUSED, STATE, Harness, NotInModel, covering_set, random_walks, save, shrink,
+)
+from checker.graph import explore
+from checker.model import action
+from checker.trace import load_trace
+from tests import toys
+from tests.conform_toys import FAMILY, PairSystem
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ["--model", "tests.conform_toys:FAMILY"]
+
+APPEND, HW, FAILOVER = action("Append"), action("AdvanceHw"), action("Failover")
+
+
+def rep(f: int):
+    return action("Replicate", follower=f)
+
+
+def harness(preset: str = "tiny", **overrides) -> Harness:
+    cfg = resolve(FAMILY, preset, overrides)
+    return Harness(FAMILY.build(cfg), PairSystem, cfg)
+
+
+def kmc(*args, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KMC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def shortest_divergence(h: Harness, limit: int = 6) -> int:
+    """The length of the shortest legal action sequence that diverges, by brute force."""
+    layer = [()]
+    for n in range(limit + 1):
+        for seq in layer:
+            if h.run(seq) is not None:
+                return n
+        nxt = []
+        for seq in layer:
+            state = h.model_path(seq)[-1]
+            nxt.extend(seq + (a,) for a in h.model.actions(state))
+        layer = nxt
+    raise AssertionError("no divergence within the limit")
+
+
+# ------------------------------------------------------------------- conforming
+
+@pytest.mark.parametrize("preset", ["tiny", "deeper"])
+def test_covering_set_conforms(preset):
+    h = harness(preset)
+    cover = covering_set(explore(h.model))
+    assert cover.covered == len(cover.graph.edges)
+    assert all(h.run(acts, init) is None for init, acts in cover.traces)
+
+
+def test_covering_set_takes_every_transition_along_real_paths():
+    for model in (FAMILY.build(resolve(FAMILY, "deeper", {})), toys.DieHard(), toys.Grid(3)):
+        g = explore(model)
+        c = covering_set(g)
+        assert c.covered == len(g.edges) and c.steps >= len(g.edges)
+        for p in c.paths:
+            assert p and g.edges[p[0]][0] in g.initial
+            assert all(g.edges[a][2] == g.edges[b][0] for a, b in zip(p, p[1:]))
+        assert covering_set(explore(model)).paths == c.paths      # deterministic
+    # DieHard's graph is strongly connected: one walk, close to the shortest closed walk
+    # that takes every transition (the directed Chinese postman tour, by min-cost flow).
+    d = covering_set(explore(toys.DieHard()))
+    assert (len(d.paths), len(d.graph.edges)) == (1, 96)
+    assert d.steps <= 1.05 * postman(d.graph)
+
+
+def postman(g) -> int:
+    import networkx as nx
+    h = nx.DiGraph()
+    for src, _a, dst in g.edges:
+        h.add_node(src, demand=h.nodes[src].get("demand", 0) + 1 if src in h else 1)
+        h.add_node(dst, demand=h.nodes[dst].get("demand", 0) - 1 if dst in h else -1)
+        if src != dst:
+            h.add_edge(src, dst, weight=1)
+    return len(g.edges) + nx.min_cost_flow_cost(h)
+
+
+def test_harness_checks_the_model_first():
+    h = harness()
+    with pytest.raises(NotInModel) as e:
+        h.run([HW])
+    assert e.value.step == 1 and "AdvanceHw() is not enabled in the model" in str(e.value)
+
+
+# --------------------------------------------------------------- injected bugs
+
+BUGS = {
+    # bug: (a longer path that hits it, kind, diverging step, changes, minimal length)
+    "no-epoch-bump": ([APPEND, rep(1), HW, APPEND, FAILOVER], STATE, 5, [("epoch", 2, 1)], 1),
+    "hw-past-follower": ([FAILOVER, APPEND, rep(0), APPEND, HW], STATE, 5, [("hw", 1, 2)], 4),
+    "truncate-off-by-one": ([APPEND, APPEND, rep(1), HW, FAILOVER], STATE, 5, [("logs[0]", [1], [1, 1])], 2),
+    "append-budget": ([APPEND, rep(1), HW, APPEND], REFUSED, 4, [], 2),
+    "replicate-crash": ([FAILOVER, APPEND, APPEND, rep(0)], RAISED, 4, [], 3),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_injected_bug_is_caught_at_its_step_and_shrunk_to_the_minimum(bug):
+    path, kind, step, changes, minimum = BUGS[bug]
+    h = harness(bug=bug)
+    d = h.run(path, source="hand-made")
+    assert d is not None and (d.kind, d.step, d.action) == (kind, step, path[step - 1])
+    assert d.changes == changes
+    if kind == RAISED:
+        assert "RuntimeError: fetch from an empty log" in d.detail
+    assert [a for _, a, _ in d.context] == path[max(0, step - 6):step - 1]
+    small = shrink(h, d)
+    assert small.original is d and len(small.actions) == minimum == shortest_divergence(h)
+    assert h.run(small.actions) is not None and h.fits(small.actions)
+    text = small.render()
+    assert text.startswith(f"DIVERGENCE at step {step} of hand-made: {path[step - 1]}")
+    # the covering set finds it too
+    cover = covering_set(explore(h.model))
+    assert any(h.run(acts, init) is not None for init, acts in cover.traces)
+
+
+def test_initial_state_divergence():
+    class Late(PairSystem):
+        def __init__(self, config):
+            super().__init__(config)
+            self.high_watermark = 1
+    cfg = resolve(FAMILY, "tiny", {})
+    d = Harness(FAMILY.build(cfg), Late, cfg).run([APPEND])
+    assert (d.kind, d.step, d.changes) == (INITIAL, 0, [("hw", 0, 1)])
+
+
+def test_random_walk_catches_a_bug_and_the_saved_path_reproduces(tmp_path):
+    h = harness("deeper", bug="hw-past-follower")
+    d = random_walks(h, walks=30, depth=20)
+    assert d is not None and d.kind == STATE and d.changes[0][0] == "hw"
+    again = random_walks(harness("deeper", bug="hw-past-follower"), walks=30, depth=20)
+    assert again.actions == d.actions                       # derandomized: the same walk every run
+    small = shrink(h, d)
+    assert len(small.actions) == 4
+    path = save(h, small, tmp_path / "traces", family_ref="tests.conform_toys:FAMILY", preset="deeper",
+                label="walk")
+    trace = load_trace(path)
+    assert trace.property_name == "Conformance" and [s.action for s in trace.steps[1:]] == list(small.actions)
+    assert harness("deeper", bug="hw-past-follower").run([s.action for s in trace.steps[1:]]) is not None
+    assert random_walks(harness("deeper"), walks=30, depth=20) is None
+
+
+# ------------------------------------------------------------------------- CLI
+
+def test_cli_preset_conforms():
+    r = kmc("conform", *MODEL, "--preset", "deeper", "--walks", "5", "--depth", "10", "--known", "nowhere")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "state graph: 321 states, 544 transitions" in out
+    assert "transitions covered: 544/544 (100%)" in out and "verdict: CONFORMS" in out
+    assert "random walks: 5 of at most 10 steps" in out
+    assert "requests: a count of requests served" in out       # the ignored fields are listed
+
+
+def test_cli_divergence_is_shrunk_saved_and_reproduces(tmp_path):
+    r = kmc("conform", *MODEL, "--preset", "deeper", "--set", "bug=truncate-off-by-one", "--traces-dir",
+            tmp_path / "traces", "--quiet")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "DIVERGENCE at step" in r.stdout and "logs[0]: [] -> [1]" in r.stdout
+    saved = sorted((tmp_path / "traces").glob("Conformance-deeper-custom-*.json"))
+    assert len(saved) == 1 and f"reproduce: kmc conform {saved[0]}" in r.stdout
+    assert r.stderr.strip().endswith("--quiet)") and len(r.stderr.strip().splitlines()) == 1
+    doc = json.loads(saved[0].read_text())
+    assert [s["action"]["name"] for s in doc["steps"][1:]] == ["Append", "Failover"]
+    assert doc["config"]["bug"] == "truncate-off-by-one"
+    again = kmc("conform", saved[0], "--traces-dir", tmp_path / "traces")
+    assert again.returncode == 1 and "DIVERGENCE at step 2" in again.stdout
+    assert sorted((tmp_path / "traces").glob("*.json")) == saved             # nothing new, nothing overwritten
+    fixed = dict(doc, config=dict(doc["config"], bug="none"))
+    (tmp_path / "fixed.json").write_text(json.dumps(fixed))
+    ok = kmc("conform", tmp_path / "fixed.json")
+    assert ok.returncode == 0 and "conforms (2 steps)" in ok.stdout
+
+
+def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
+    r = kmc("conform", *MODEL, "--preset", "hw-past-follower", "--traces-dir", tmp_path, "--quiet")
+    doc = json.loads(next(tmp_path.glob("*.json")).read_text())
+    doc["steps"] = doc["steps"][:1] + doc["steps"][2:]          # drop the first Append
+    for i, s in enumerate(doc["steps"]):
+        s["index"] = i
+    (tmp_path / "cut.json").write_text(json.dumps(doc))
+    r = kmc("conform", tmp_path / "cut.json")
+    assert r.returncode == 1 and "is not enabled in the model" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    ((), "nothing to replay"),
+    ((*MODEL, "--preset", "nope"), "unknown preset 'nope'"),
+    (("--model", "tests.conform_toys:NO_IMPL", "--preset", "tiny"), "has no implementation"),
+    (("--set", "bug=none", "README.md"), "--set needs --preset"),
+    (("README.md",), "trace file 'README.md': not valid JSON"),
+])
+def test_cli_bad_input_is_one_line_exit_2(args, needle):
+    r = kmc("conform", *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr
+    assert lines[0].endswith(")") and "(reproduce: kmc conform" in lines[0]
