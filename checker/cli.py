@@ -436,14 +436,14 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         out.flush()
 
     try:
-        live.explore()
+        live.before_search()
         if engine == "spark":
             result = _spark_check(args, model, engine_props, check_deadlock, out)
         else:
             result = bfs.check(model, properties=engine_props, max_depth=args.max_depth, max_states=args.max_states,
                                keep_going=args.keep_going, check_deadlock=check_deadlock,
                                progress=None if args.quiet else sys.stderr)
-        lassos = live.check()
+        lassos = live.after_search(result, args.keep_going)
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
     if lassos:

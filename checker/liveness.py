@@ -361,8 +361,9 @@ class CheckRun:
             why = "a depth bound cuts behaviours short, and a cut behaviour proves nothing about what happens later"
             fix = "drop --max-depth"
         if why and self.explicit:
-            raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
-                             f"{', '.join(self.explicit)} cannot be checked here: {why}; {fix}")
+            one = len(self.explicit) == 1
+            raise UsageError(f"eventually propert{'y' if one else 'ies'} {', '.join(self.explicit)} cannot be "
+                             f"checked here: {why.replace('they need', 'it needs' if one else 'they need')}; {fix}")
         if why:
             self.skipped = f"{names} not checked: {why} ({fix})"
 
@@ -370,38 +371,53 @@ class CheckRun:
     def active(self) -> bool:
         return bool(self.props) and self.skipped is None
 
-    def explore(self) -> None:
-        """Build the graph (before the safety search, so a graph too large for a
-        named property is refused before a long run)."""
+    def before_search(self) -> None:
+        """Named properties: build the graph before the safety search, so that a
+        graph too large is refused before a long run."""
+        if self.active and self.explicit:
+            self._explore()
+
+    def after_search(self, result: Any, keep_going: bool) -> list[Violation]:
+        """Check the properties; the violations found, as lassos.  Properties
+        checked by default are checked only after an exhaustive safety search of
+        a state space that fits the limit: its state count is the graph's, so a
+        large preset costs nothing extra."""
+        if not self.active:
+            return []
+        if self.graph is None:
+            names = ", ".join(p.name for p in self.props)
+            st = result.stats
+            if not st.complete:
+                why = ("the first violation stopped the search (--continue checks them too)"
+                       if result.violations and not keep_going else "the search stopped at its bounds")
+                self.skipped = f"{names} not checked: {why}"
+                return []
+            if st.distinct > self.limit:
+                self.skipped = (f"{names} not checked: the state graph has {st.distinct} states, more than "
+                                f"{self.limit} (raise --max-states, or name them with --property)")
+                return []
+            self._explore()
+        import time
+        t = time.perf_counter()
+        self.lassos = check_liveness(self.graph, self.model, self.props)
+        self.seconds += time.perf_counter() - t
+        return [to_violation(v) for v in self.lassos]
+
+    def _explore(self) -> None:
         import time
 
         from checker.errors import UsageError
         from checker.graph import explore
 
-        if not self.active:
-            return
         t = time.perf_counter()
         try:
             self.graph = explore(self.model, max_states=self.limit)
         except UsageError:
-            names = ", ".join(p.name for p in self.props)
-            fix = f"choose a smaller preset or raise --max-states (now {self.limit})"
-            if self.explicit:
-                raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
-                                 f"{', '.join(self.explicit)} need{'s' if len(self.explicit) == 1 else ''} the "
-                                 f"whole state graph, which has more than {self.limit} states; {fix}") from None
-            self.skipped = f"{names} not checked: the state graph has more than {self.limit} states ({fix})"
+            raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
+                             f"{', '.join(self.explicit)} need{'s' if len(self.explicit) == 1 else ''} the "
+                             f"whole state graph, which has more than {self.limit} states; choose a smaller "
+                             f"preset or raise --max-states (now {self.limit})") from None
         self.seconds = time.perf_counter() - t
-
-    def check(self) -> list[Violation]:
-        import time
-
-        if not self.active or self.graph is None:
-            return []
-        t = time.perf_counter()
-        self.lassos = check_liveness(self.graph, self.model, self.props)
-        self.seconds += time.perf_counter() - t
-        return [to_violation(v) for v in self.lassos]
 
     def summary(self) -> str:
         if self.skipped:
