@@ -234,6 +234,7 @@ class Divergence:
     original: "Divergence | None" = None
     trace_path: str | None = None
     command: str = ""
+    replays: int = 0                                      # replays the shrinking took
 
     @property
     def summary(self) -> str:
@@ -261,7 +262,7 @@ class Divergence:
             lines.append("")
             n0, n1 = len(self.original.actions), len(self.actions)
             saved = f", saved to {self.trace_path}" if self.trace_path else ""
-            lines.append(f"shrunk from {n0} to {n1} step{'s' if n1 != 1 else ''}{saved}:")
+            lines.append(f"shrunk from {n0} to {n1} step{'s' if n1 != 1 else ''} ({self.replays} replays){saved}:")
             for i, a in enumerate(self.actions, 1):
                 lines.append(f"  step {i}  {a}")
             if self.step == 0:
@@ -445,6 +446,7 @@ def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Di
     best = found
     cur = list(found.actions)
     tried: set[tuple] = set()
+    runs0 = harness.runs
 
     def attempt(cand: list[Action]) -> Divergence | None:
         key = tuple(cand)
@@ -478,6 +480,7 @@ def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Di
         if shorter is not None:
             best = shorter
     best.original = found
+    best.replays = harness.runs - runs0
     return best
 
 

@@ -166,6 +166,8 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     from checker.cli import EXIT_FAIL, _fail
     from checker.conform import save, shrink
 
+    if not args.quiet:
+        print(f"conform: shrinking the diverging path ({len(d.actions)} steps)", file=sys.stderr, flush=True)
     small = shrink(harness, d)
     if given is not None and list(small.actions) == list(given[1]):
         path: Any = given[0]
