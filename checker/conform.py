@@ -88,7 +88,7 @@ from checker.model import Action, Model, State
 from checker.trace import ABSENT, _exc, _same, render_changes
 
 __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save",
-           "CoveringSet", "covering_set", "random_walks", "walk_machine"]
+           "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine"]
 
 CONTEXT = 5          # previous steps shown in a divergence report
 
@@ -656,6 +656,43 @@ def covering_set(graph: StateGraph, max_length: int | None = None) -> CoveringSe
                 node = take(e, path)
         paths.append(path)
     return CoveringSet(graph, paths)
+
+
+def fewest_steps(graph: StateGraph) -> int:
+    """The fewest steps any covering set of ``graph`` can take: the minimum-cost flow
+    in which every transition is taken at least once and every state other than an
+    initial one is left at most as often as it is entered (a path may end anywhere).
+    Such a flow splits into paths from the initial states, and the cycles it also
+    splits into share states with them, so they splice in: the bound is exact.
+    (networkx's network simplex; about a second for 3,000 transitions.)
+
+    >>> from checker.model import Model, action
+    >>> class Fork(Model):          # 0 -a-> 1, 0 -b-> 2: two paths, one step each
+    ...     def init_states(self): return [0]
+    ...     def actions(self, s): return [action("a"), action("b")] if s == 0 else []
+    ...     def next_state(self, s, a): return 1 if a.name == "a" else 2
+    >>> fewest_steps(explore(Fork()))
+    2
+    """
+    import networkx as nx
+
+    h = nx.DiGraph()
+    base = [0] * len(graph.states)          # entries - exits when every transition is taken once
+    for src, _a, dst in graph.edges:
+        base[dst] += 1
+        base[src] -= 1
+    source, sink = ("start",), ("end",)
+    for n, b in enumerate(base):
+        h.add_node(n, demand=-b)
+        h.add_edge(n, sink, weight=0)       # paths that end here
+    for n in graph.initial:
+        h.add_edge(source, n, weight=0)     # paths that start here
+    h.add_edge(sink, source, weight=0)
+    for src, _a, dst in graph.edges:
+        if src != dst and not h.has_edge(src, dst):
+            h.add_edge(src, dst, weight=1)  # each extra pass costs a step
+    cost = nx.min_cost_flow_cost(h)
+    return len(graph.edges) + cost
 
 
 def _path_edges(graph: StateGraph, node: int) -> list[int]:
