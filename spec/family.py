@@ -102,6 +102,7 @@ class KafkaFamily(ModelFamily):
     parameters = _parameters()
     presets = _PRESETS
     default_preset = "default"
+    implementation = "impl.adapter:KafkaImplementation"   # the reference broker's conformance adapter
 
     def build(self, config) -> KafkaModel:
         return KafkaModel(KafkaConfig(**config))

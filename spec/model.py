@@ -14,6 +14,7 @@ function per action name that computes the next state.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 from checker.model import Action, Model
@@ -79,6 +80,33 @@ class KafkaModel(Model):
     def config(self) -> Mapping[str, Any]:
         return self.cfg.as_dict()
 
+    def observe(self, s: KafkaState) -> dict:
+        """What conformance compares with the reference broker (impl/adapter.py
+        ``observe``): ``zk`` and ``brokers`` as plain data.  ``budget`` and ``ghost`` are
+        the model's own bookkeeping.  A broker's record of its followers' LEOs is shown
+        only while it leads the partition, without its own entry: no action reads it
+        otherwise (spec/datapath.py reads ``leos`` through ``_leader_view`` only)."""
+        return {"zk": {"controller": s.zk.controller, "controller_epoch": s.zk.controller_epoch,
+                       "sessions": list(s.zk.sessions), "topic": s.zk.topic,
+                       "partitions": [_obs_li(li) for li in s.zk.partitions], "delete_topic": s.zk.delete_topic},
+                "brokers": [self._obs_broker(b, br) for b, br in enumerate(s.brokers)]}
+
+    def _obs_broker(self, b: int, br: Broker) -> dict:
+        c = br.ctx
+        ctx = None if c is None else {
+            "epoch": c.epoch, "live": list(c.live), "partitions": [_obs_li(li) for li in c.partitions],
+            "partition_states": list(c.partition_states), "replica_states": [list(rs) for rs in c.replica_states],
+            "shutting_down": list(c.shutting_down), "deleting": c.deleting}
+        replicas = []
+        for p, r in enumerate(br.replicas):
+            leads = br.alive and br.partitions[p].leader == b
+            leos = {str(x): r.leos[i] for i, x in enumerate(self.ar[p]) if x != b} if leads else None
+            replicas.append({"log": list(r.log), "hw": r.hw, "truncating": r.truncating, "follower_leos": leos})
+        inbox = sorted((_obs_request(q) for q in br.inbox), key=lambda d: json.dumps(d, sort_keys=True))
+        return {"alive": br.alive, "controller_epoch_seen": br.controller_epoch_seen,
+                "partitions": [_obs_li(li) for li in br.partitions], "inbox": inbox, "ctx": ctx,
+                "replicas": replicas}
+
     def describe(self, s: KafkaState) -> dict:
         """Readable view for replay diffs: names, not tuple positions."""
         zk = s.zk
@@ -120,6 +148,18 @@ class KafkaModel(Model):
                 }
             out["broker"][str(b)] = d
         return out
+
+
+def _obs_li(li: LeaderIsr) -> dict:
+    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+            "controller_epoch": li.controller_epoch, "version": li.version}
+
+
+def _obs_request(r) -> dict:
+    d = {"type": type(r).__name__, **r._asdict()}
+    if "isr" in d:
+        d["isr"] = list(d["isr"])
+    return d
 
 
 def _records(xs) -> str:

@@ -1,0 +1,423 @@
+"""The conformance adapter: the model's actions as driver operations on impl/, and the
+abstraction function from the implementation's state to the model's variables.
+
+It imports nothing from spec/: the two sides share only the action vocabulary (names
+and arguments, as ``checker.model.Action``) and the configuration keys.
+
+Action table.  "c" is the controller broker, "tp" the topic's partition named by the
+action's ``partition``; every operation is one call on ``impl.cluster.Cluster``.
+
+=========================  ==========================================================  ======================================
+model action               driver operation(s)                                          granularity
+=========================  ==========================================================  ======================================
+CrashBroker(b)             ``crash(b)``: process dies, session closed                  same
+RestartBroker(b)           ``start_broker(b)``: new process, new session, registers    same
+ExpireSession(b)           ``expire_session(b)``: the server expires the session;      same
+                           the client reconnects without registering
+RegisterBroker(b)          ``register(b)``: /brokers/ids/<b> in the new session        same
+Resign(b)                  ``resign(b)``: onControllerResignation                      same
+ShutdownBroker(b)          ``crash(b)`` once ``may_stop_after_controlled_shutdown``     the broker's wait for the controller's
+                                                                                        answer is the enabling condition
+DeleteTopic()              ``delete_topic(t)``: admin writes /admin/delete_topics/t     same
+ElectController(b)         ``elect_controller(b)``: create /controller, bump the        Kafka's whole onControllerFailover
+                           epoch, load the context, send LeaderAndIsr                   is one step in both
+BrokerFailure(c, b)        ``broker_change(c, b)`` (a failure in the diff)             Kafka handles every broker of one
+BrokerStartup(c, b)        ``broker_change(c, b)`` (a startup in the diff)             BrokerChange event, and elects, in one
+                                                                                        event; here one broker per step, and
+                                                                                        elections are ElectLeader steps
+ElectLeader(c, p, ...)     ``elect_leader(c, tp)``; enabled iff the controller's        one partition per step
+                           pending election is exactly (strategy, leader, clean)
+RemoveReplicaFromIsr       ``remove_replica_from_isr(c, tp, r)``                       one replica's OfflineReplica per step
+IsrChangeNotification      ``isr_change_notification(c, tp)``                          one partition of the notifications
+ControlledShutdown(c, b)   ``controlled_shutdown(c, b)``: b's request, c's handling    request and response in one step;
+                                                                                        elections and ISR removals follow
+StartTopicDeletion(c)      ``start_topic_deletion(c, t)``                               same
+StartReplicaDeletion       ``start_replica_deletion(c, tp, r)``                         one replica per step
+RetryReplicaDeletion       ``retry_replica_deletion(c, tp, r)``                         one replica per step
+CompleteTopicDeletion(c)   ``complete_topic_deletion(c, t)``                            same
+DeliverLeaderAndIsr(b,..)  ``deliver(b, request)``: the one queued request with        Kafka batches partitions per request;
+                           these fields                                                 here one partition per request
+DeliverStopReplica(b, ..)  ``deliver(b, request)``; its response reaches the           response in the same step
+                           controller at once
+ShrinkIsr(l, p, r)         ``shrink_isr(l, tp, r)``: the replica-lag timer fires       same
+ExpandIsr(l, p, r)         data path: ``expand_isr(l, tp, r)`` (the leader checks      Kafka expands while it handles a
+                           what r's fetches told it); without a data path first        fetch; without a data path the
+                           ``truncate(r, tp)`` if needed and ``fetch(r, tp)``,         model has no fetch, so the step is
+                           then ``expand_isr``                                          r's fetch round and the expansion
+Produce(l, p, acks)        ``produce(l, tp, acks)``; NotEnoughReplicas changes         same
+                           nothing
+Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once after      Kafka's follower refetches after an
+                           OffsetOutOfRange)                                            OffsetOutOfRange in a later round
+TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds until     KIP-279 may need several rounds;
+                           the follower knows where to truncate                         the model takes them as one step
+=========================  ==========================================================  ======================================
+
+``enabled`` asks the implementation whether it can do the action now; it does not
+know the model's fault budgets (crashes left, records left...), so it may allow more
+than the model does, never less on a conforming implementation.
+
+The abstraction function ``observe`` reads ZooKeeper (through an admin session), every
+broker's ReplicaManager and controller context, the network and the logs, and returns
+the model's variables ``zk`` and ``brokers`` (``budget`` and the ghost variables are
+the model's own bookkeeping and are not projected).  Session numbers: the model numbers
+a broker's registrations 1, 2, ...; here they are broker epochs (czxids), mapped to
+their rank among the broker's registrations.  ``IGNORED`` lists what is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from impl.cluster import Cluster
+from impl.config import IBP_BY_TRUNCATION, BrokerConfig
+from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
+from impl.requests import LeaderAndIsrRequest, StopReplicaRequest
+from impl.zkclient import NO_LEADER, TopicPartition
+
+TOPIC = "t"
+
+IGNORED = {
+    "request.controller_id": "a function of the controller epoch (one controller per epoch)",
+    "request.replicas": "the AR, static in the model",
+    "zk.isr_change_notification": "the controller's input, read in IsrChangeNotification",
+    "zk.controller_epoch.version": "equal to the epoch once a controller was elected",
+    "zk.config": "per-topic configuration, the model's fixed parameters",
+    "broker.broker_epoch": "projected as the session number",
+    "broker.fetchers.leader/leader_epoch": "equal to the partition's leader and leader epoch",
+    "replica.follower LEOs on a non-leader": "stale state no action reads (leader side only)",
+    "replica.leader's own LEO entry": "its log end offset",
+    "log.leader_epoch_cache": "derived from the records' epochs",
+    "controller.pending": "watch events queued: the model reads ZooKeeper directly",
+    "controller.epoch_zk_version": "a function of the epoch",
+    "state-change.log": "output only",
+}
+
+
+def _no_state() -> dict:
+    return {"leader": NO_LEADER, "leader_epoch": -1, "isr": [], "controller_epoch": -1, "version": -1}
+
+
+def _li(li) -> dict:
+    if li is None:
+        return _no_state()
+    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+            "controller_epoch": li.controller_epoch, "version": li.zk_version}
+
+
+def _sorted_requests(reqs: list) -> list:
+    return sorted(reqs, key=lambda d: json.dumps(d, sort_keys=True))
+
+
+def _cfg(config: Mapping[str, Any], key: str, default: Any) -> Any:
+    return config.get(key, default)
+
+
+class KafkaImplementation:
+    """A fresh cluster in the model's initial state: every broker registered, the topic
+    created with its assignment, no controller yet.
+
+    >>> from checker.model import action
+    >>> impl = KafkaImplementation({"brokers": 2, "replication_factor": 2, "partitions": 1})
+    >>> impl.enabled(action("ElectController", broker=0))
+    True
+    >>> impl.apply(action("ElectController", broker=0))
+    >>> impl.observe()["zk"]["controller"], impl.observe()["zk"]["controller_epoch"]
+    (0, 1)
+    """
+
+    ignored = IGNORED
+
+    def __init__(self, config: Mapping[str, Any], state_change_dir=None) -> None:
+        self.n = int(_cfg(config, "brokers", 3))
+        self.partitions = int(_cfg(config, "partitions", 1))
+        rf = int(_cfg(config, "replication_factor", 3))
+        self.data_path = int(_cfg(config, "max_records", 0)) > 0
+        truncation = _cfg(config, "truncation", "kip320")
+        self.truncation = truncation
+        broker_config = BrokerConfig(
+            inter_broker_protocol_version=IBP_BY_TRUNCATION[truncation],
+            delete_topic_enable=bool(_cfg(config, "delete_topic_enable", False)),
+            auto_leader_rebalance_enable=bool(_cfg(config, "preferred_election", True)),
+            controller_epoch_check=bool(_cfg(config, "controller_epoch_fencing", True)),
+            controller_epoch_zk_check=bool(_cfg(config, "zk_epoch_fencing", True)),
+        )
+        self.cluster = Cluster(self.n, broker_config, state_change_dir)
+        # Kafka's round-robin assignment: partition p's replicas start at broker p.
+        self.assignment = {p: tuple((p + i) % self.n for i in range(rf)) for p in range(self.partitions)}
+        topic_config = {
+            "unclean.leader.election.enable": "true" if _cfg(config, "unclean_leader_election", False) else "false",
+            "min.insync.replicas": str(_cfg(config, "min_insync_replicas", 1)),
+        }
+        self.cluster.create_topic(TOPIC, self.assignment, topic_config)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _tp(self, act) -> TopicPartition:
+        return TopicPartition(TOPIC, act.get("partition"))
+
+    def _running(self, b) -> bool:
+        return isinstance(b, int) and 0 <= b < self.n and self.cluster.servers[b] is not None
+
+    def _ctl(self, c):
+        return self.cluster.controller(c) if self._running(c) else None
+
+    def _rm(self, b):
+        return self.cluster.servers[b].replica_manager if self._running(b) else None
+
+    def _find_request(self, act):
+        b = act.get("broker")
+        if not self._running(b):
+            return None
+        tp = self._tp(act)
+        for req in self.cluster.in_flight[b]:
+            if act.name == "DeliverLeaderAndIsr" and isinstance(req, LeaderAndIsrRequest):
+                if (req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
+                        and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")
+                        and tuple(req.isr) == tuple(act.get("isr")) and req.zk_version == act.get("version")
+                        and tuple(act.get("replicas", req.replicas)) == tuple(req.replicas)):
+                    return req
+            if act.name == "DeliverStopReplica" and isinstance(req, StopReplicaRequest):
+                if (req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
+                        and act.get("delete", True) == req.delete_partition):
+                    return req
+        return None
+
+    def _leads(self, b, tp) -> bool:
+        rm = self._rm(b)
+        return rm is not None and rm.leader_partition(tp) is not None
+
+    def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
+        rm = self._rm(f)
+        if rm is None:
+            return False
+        st = rm.fetchers.get(tp)
+        if st is None or st.truncating != truncating or st.leader != leader or not self._leads(leader, tp):
+            return False
+        if self.truncation == "kip320":
+            return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
+        return True
+
+    def _can_expand_without_data(self, leader, tp, f) -> bool:
+        """Without a data path the step is the follower's fetch round and the expansion:
+        the follower fetches from this leader in this leader epoch (KIP-320's fence; the
+        model's "caught up" without a data path)."""
+        frm = self._rm(f)
+        if frm is None or tp not in frm.fetchers or frm.fetchers[tp].leader != leader:
+            return False
+        lp = self._rm(leader).leader_partition(tp)
+        return frm.partitions[tp].leader_epoch == lp.leader_epoch and f not in lp.isr and f in lp.replicas
+
+    # -- the contract ------------------------------------------------------------------------
+    def enabled(self, act) -> bool:  # noqa: C901 - one branch per action, as the table
+        c = self.cluster
+        name = act.name
+        if name == "CrashBroker":
+            return self._running(act.get("broker"))
+        if name == "RestartBroker":
+            b = act.get("broker")
+            return 0 <= b < self.n and c.servers[b] is None
+        if name == "ExpireSession":
+            return c.is_registered(act.get("broker"))
+        if name == "RegisterBroker":
+            b = act.get("broker")
+            return self._running(b) and not c.is_registered(b)
+        if name == "Resign":
+            ctl = self._ctl(act.get("broker"))
+            return ctl is not None and ctl.should_resign()
+        if name == "ShutdownBroker":
+            return c.may_stop_after_controlled_shutdown(act.get("broker"))
+        if name == "DeleteTopic":
+            return c.admin.topic_exists(TOPIC) and TOPIC not in c.admin.get_topic_deletions()
+        if name == "ElectController":
+            b = act.get("broker")
+            return self._running(b) and c.servers[b].controller.can_elect()
+        if name in ("BrokerFailure", "BrokerStartup"):
+            ctl = self._ctl(act.get("controller"))
+            kind = "failure" if name == "BrokerFailure" else "startup"
+            return ctl is not None and ctl.broker_changes().get(act.get("broker")) == kind
+        if name == "ElectLeader":
+            ctl = self._ctl(act.get("controller"))
+            if ctl is None:
+                return False
+            e = ctl.pending_election(self._tp(act))
+            return e is not None and (e[0], e[1], e[3]) == (act.get("strategy"), act.get("leader"), act.get("clean"))
+        if name == "RemoveReplicaFromIsr":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and (self._tp(act), act.get("replica")) in ctl.replicas_to_take_offline()
+        if name == "IsrChangeNotification":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and self._tp(act) in ctl.isr_changed_partitions()
+        if name == "ControlledShutdown":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and self._running(act.get("broker")) and \
+                ctl.can_accept_controlled_shutdown(act.get("broker"))
+        if name == "StartTopicDeletion":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and TOPIC in ctl.topics_to_start_deleting()
+        if name in ("StartReplicaDeletion", "RetryReplicaDeletion"):
+            ctl = self._ctl(act.get("controller"))
+            step = "start" if name == "StartReplicaDeletion" else "retry"
+            return ctl is not None and (step, self._tp(act), act.get("replica")) in ctl.deletion_steps()
+        if name == "CompleteTopicDeletion":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and TOPIC in ctl.topics_deleted()
+        if name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
+            return self._find_request(act) is not None
+        if name == "ShrinkIsr":
+            b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
+            rm = self._rm(b)
+            if rm is None or not rm.isr_write_would_succeed(tp):
+                return False
+            p = rm.leader_partition(tp)
+            return r in p.isr and r != b
+        if name == "ExpandIsr":
+            b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
+            rm = self._rm(b)
+            if rm is None or not rm.isr_write_would_succeed(tp):
+                return False
+            if self.data_path:
+                return rm.can_expand_isr(tp, r)
+            return self._can_expand_without_data(b, tp, r)
+        if name == "Produce":
+            return self._leads(act.get("leader"), self._tp(act))
+        if name == "Fetch":
+            return self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=False)
+        if name == "TruncateFollower":
+            return self.truncation != "high_watermark" and \
+                self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=True)
+        raise KeyError(f"no driver operation for action {name!r}")
+
+    def apply(self, act) -> None:  # noqa: C901
+        c = self.cluster
+        name = act.name
+        if name in ("CrashBroker", "ShutdownBroker"):
+            c.crash(act.get("broker"))
+        elif name == "RestartBroker":
+            c.start_broker(act.get("broker"))
+        elif name == "ExpireSession":
+            c.expire_session(act.get("broker"))
+        elif name == "RegisterBroker":
+            c.register(act.get("broker"))
+        elif name == "Resign":
+            c.resign(act.get("broker"))
+        elif name == "DeleteTopic":
+            c.delete_topic(TOPIC)
+        elif name == "ElectController":
+            c.elect_controller(act.get("broker"))
+        elif name in ("BrokerFailure", "BrokerStartup"):
+            c.broker_change(act.get("controller"), act.get("broker"))
+        elif name == "ElectLeader":
+            c.elect_leader(act.get("controller"), self._tp(act))
+        elif name == "RemoveReplicaFromIsr":
+            c.remove_replica_from_isr(act.get("controller"), self._tp(act), act.get("replica"))
+        elif name == "IsrChangeNotification":
+            c.isr_change_notification(act.get("controller"), self._tp(act))
+        elif name == "ControlledShutdown":
+            c.controlled_shutdown(act.get("controller"), act.get("broker"))
+        elif name == "StartTopicDeletion":
+            c.start_topic_deletion(act.get("controller"), TOPIC)
+        elif name == "StartReplicaDeletion":
+            c.start_replica_deletion(act.get("controller"), self._tp(act), act.get("replica"))
+        elif name == "RetryReplicaDeletion":
+            c.retry_replica_deletion(act.get("controller"), self._tp(act), act.get("replica"))
+        elif name == "CompleteTopicDeletion":
+            c.complete_topic_deletion(act.get("controller"), TOPIC)
+        elif name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
+            c.deliver(act.get("broker"), self._find_request(act))
+        elif name == "ShrinkIsr":
+            c.shrink_isr(act.get("leader"), self._tp(act), act.get("replica"))
+        elif name == "ExpandIsr":
+            b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
+            if not self.data_path:
+                if c.servers[r].replica_manager.fetchers[tp].truncating:
+                    c.truncate(r, tp)
+                c.fetch(r, tp)
+            c.expand_isr(b, tp, r)
+        elif name == "Produce":
+            c.produce(act.get("leader"), self._tp(act), act.get("acks"))
+        elif name == "Fetch":
+            c.fetch(act.get("follower"), self._tp(act))
+        elif name == "TruncateFollower":
+            c.truncate(act.get("follower"), self._tp(act))
+        else:
+            raise KeyError(f"no driver operation for action {name!r}")
+
+    # -- the abstraction function ------------------------------------------------------------
+    def _session_number(self, b: int, epoch) -> int:
+        regs = self.cluster.registrations[b]
+        return regs.index(epoch) + 1 if epoch in regs else 0
+
+    def observe(self) -> dict:
+        c = self.cluster
+        zk = c.admin
+        tps = [TopicPartition(TOPIC, p) for p in range(self.partitions)]
+        sessions = []
+        for b in range(self.n):
+            k = len(c.registrations[b])
+            sessions.append(k if zk.broker_epoch(b) == c.registrations[b][-1] else -k)
+        observed_zk = {
+            "controller": zk.get_controller_id(),
+            "controller_epoch": zk.get_controller_epoch()[0],
+            "sessions": sessions,
+            "topic": zk.topic_exists(TOPIC),
+            "partitions": [_li(zk.get_partition_state(tp)) for tp in tps],
+            "delete_topic": TOPIC in zk.get_topic_deletions(),
+        }
+        brokers = []
+        for b in range(self.n):
+            s = c.servers[b]
+            inbox = _sorted_requests([self._request(r) for r in c.in_flight[b]])
+            if s is None:
+                d = {"alive": False, "controller_epoch_seen": 0, "partitions": [_no_state() for _ in tps],
+                     "inbox": inbox, "ctx": None}
+            else:
+                rm = s.replica_manager
+                d = {"alive": True, "controller_epoch_seen": rm.controller_epoch,
+                     "partitions": [self._view(rm.partitions.get(tp)) for tp in tps],
+                     "inbox": inbox, "ctx": self._ctx(b, s.controller.ctx, tps)}
+            d["replicas"] = [self._replica(b, tp) for tp in tps] if self.data_path else []
+            brokers.append(d)
+        return {"zk": observed_zk, "brokers": brokers}
+
+    @staticmethod
+    def _view(p) -> dict:
+        if p is None:
+            return _no_state()
+        return {"leader": p.leader, "leader_epoch": p.leader_epoch, "isr": list(p.isr),
+                "controller_epoch": p.controller_epoch, "version": p.zk_version}
+
+    @staticmethod
+    def _request(r) -> dict:
+        if isinstance(r, LeaderAndIsrRequest):
+            return {"type": "LeaderAndIsr", "controller_epoch": r.controller_epoch,
+                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch,
+                    "isr": list(r.isr), "version": r.zk_version, "replicas": list(r.replicas)}
+        return {"type": "StopReplica", "controller_epoch": r.controller_epoch,
+                "partition": r.topic_partition.partition, "delete": r.delete_partition}
+
+    def _ctx(self, b: int, ctx, tps) -> dict | None:
+        if ctx is None:
+            return None
+        return {
+            "epoch": ctx.epoch,
+            "live": [self._session_number(x, ctx.live_broker_epochs[x]) if x in ctx.live_broker_epochs else 0
+                     for x in range(self.n)],
+            "partitions": [_li(ctx.leadership.get(tp)) for tp in tps],
+            "partition_states": [ctx.partition_states.get(tp, NON_EXISTENT_PARTITION) for tp in tps],
+            "replica_states": [[ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA) for r in self.assignment[tp.partition]]
+                               for tp in tps],
+            "shutting_down": [x in ctx.shutting_down for x in range(self.n)],
+            "deleting": TOPIC in ctx.topics_to_be_deleted,
+        }
+
+    def _replica(self, b: int, tp: TopicPartition) -> dict:
+        log = self.cluster.disks[b].logs.get(tp)
+        records = list(log.records) if log else []
+        hw = log.high_watermark_checkpoint if log else 0
+        rm = self._rm(b)
+        truncating = bool(rm and tp in rm.fetchers and rm.fetchers[tp].truncating)
+        leos = None
+        if rm is not None and rm.leader_partition(tp) is not None:
+            p = rm.leader_partition(tp)
+            leos = {str(r): p.remote_leos.get(r, -1) for r in self.assignment[tp.partition] if r != b}
+        return {"log": records, "hw": hw, "truncating": truncating, "follower_leos": leos}

@@ -1,0 +1,263 @@
+"""The deterministic driver: a cluster of brokers, one in-process ZooKeeper and the
+network between them, advanced one operation at a time.
+
+Every operation is one event delivered to one handler (a process crash or start, a
+session expiry, a request delivery, a controller event, a leader's timer, a client
+request); the handler's effects are requests put in flight, which a later operation
+delivers.  Nothing runs unless the driver says so, so a run is a sequence of
+operations and replays exactly.
+
+Choices shared with the model, each with its pointer:
+- Requests in flight to a broker form a set: an identical duplicate is not queued
+  twice (spec/state.py ``add_request``; README "Where the model is coarser").
+- A crash drops the requests in flight to the broker; a session expiry does not.
+- The StopReplica response reaches the controller in the same operation as the request's
+  handling, if that controller still runs (README "Where the model is coarser").
+- A broker that asked for controlled shutdown may stop once a running controller holds
+  its request for its current registration (spec/faults.py ``ShutdownBroker``).
+
+    >>> c = Cluster(2)
+    >>> c.create_topic("t", {0: (0, 1)})
+    >>> c.elect_controller(0)
+    >>> c.elect_leader(0, TopicPartition("t", 0))
+    >>> sorted(len(c.in_flight[b]) for b in range(2))
+    [1, 1]
+    >>> for b in range(2):
+    ...     c.deliver(b, c.in_flight[b][0])
+    >>> c.servers[0].replica_manager.partitions[TopicPartition("t", 0)].leader
+    0
+"""
+
+from __future__ import annotations
+
+from impl.broker import BrokerDisk, KafkaServer
+from impl.config import BrokerConfig
+from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest
+from impl.zk import InMemoryStore
+from impl.zkclient import KafkaZkClient, TopicPartition
+
+__all__ = ["Cluster", "TopicPartition"]
+
+MAX_TRUNCATION_ROUNDS = 64
+
+
+class Cluster:
+    def __init__(self, brokers: int, config: BrokerConfig | None = None, state_change_dir=None) -> None:
+        self.config = config or BrokerConfig()
+        self.store = InMemoryStore()
+        self.time = 0
+        self.admin = KafkaZkClient(self.store)
+        self.admin.ensure_paths()
+        self.disks = [BrokerDisk(b, state_change_dir) for b in range(brokers)]
+        self.servers: list[KafkaServer | None] = [None] * brokers
+        self.in_flight: list[list] = [[] for _ in range(brokers)]
+        self.registrations: list[list[int]] = [[] for _ in range(brokers)]   # broker epochs, in order
+        for b in range(brokers):
+            self.start_broker(b)
+
+    @property
+    def brokers(self) -> int:
+        return len(self.servers)
+
+    def clock(self) -> int:
+        return self.time
+
+    def _tick(self) -> None:
+        self.time += 1
+
+    def _deliver_watches(self) -> None:
+        for s in self.servers:
+            if s is not None:
+                s.poll_watches()
+
+    def _send(self, effects) -> None:
+        for e in effects:
+            if isinstance(e, Send):
+                # A request to a broker that is down waits in the controller's queue for
+                # it (ControllerChannelManager retries until the broker is back).
+                if e.request not in self.in_flight[e.destination]:
+                    self.in_flight[e.destination].append(e.request)
+            elif isinstance(e, Respond):
+                s = self.servers[e.destination]
+                if s is not None:
+                    s.controller.handle_stop_replica_response(e.response)
+        self._deliver_watches()
+
+    def server(self, b: int) -> KafkaServer:
+        s = self.servers[b]
+        if s is None:
+            raise RuntimeError(f"broker {b} is not running")
+        return s
+
+    # -- processes and sessions ---------------------------------------------------------------
+    def start_broker(self, b: int) -> None:
+        self._tick()
+        s = KafkaServer(b, self.config, self.store, self.disks[b], self.clock)
+        self.servers[b] = s
+        self.registrations[b].append(s.startup())
+        self._deliver_watches()
+
+    def crash(self, b: int) -> None:
+        self._tick()
+        self.server(b).shutdown()
+        self.servers[b] = None
+        self.in_flight[b] = []
+        self._deliver_watches()
+
+    def expire_session(self, b: int) -> None:
+        self._tick()
+        s = self.server(b)
+        self.store.expire_session(s.zk.session)
+        s.on_session_expired()
+        self._deliver_watches()
+
+    def register(self, b: int) -> None:
+        """The broker re-registers /brokers/ids/<b> in its new session."""
+        self._tick()
+        self.registrations[b].append(self.server(b).startup())
+        self._deliver_watches()
+
+    def is_registered(self, b: int) -> bool:
+        s = self.servers[b]
+        return s is not None and s.zk.is_registered(b)
+
+    # -- controller election ----------------------------------------------------------------------
+    def elect_controller(self, b: int) -> None:
+        self._tick()
+        self._send(self.server(b).controller.elect())
+
+    def resign(self, b: int) -> None:
+        self._tick()
+        self.server(b).controller.resign()
+
+    def controller(self, c: int):
+        s = self.servers[c]
+        return s.controller if s is not None and s.controller.ctx is not None else None
+
+    # -- delivery -----------------------------------------------------------------------------------
+    def deliver(self, b: int, request) -> None:
+        self._tick()
+        self.in_flight[b].remove(request)
+        rm = self.server(b).replica_manager
+        if isinstance(request, LeaderAndIsrRequest):
+            rm.handle_leader_and_isr(request)
+            self._deliver_watches()
+        elif isinstance(request, StopReplicaRequest):
+            self._send(rm.handle_stop_replica(request))
+        else:
+            raise TypeError(f"cannot deliver {request!r}")
+
+    # -- controller events ---------------------------------------------------------------------------
+    def broker_change(self, c: int, b: int) -> None:
+        self._tick()
+        ctl = self.server(c).controller
+        kind = ctl.broker_changes()[b]
+        self._send(ctl.on_broker_failure(b) if kind == "failure" else ctl.on_broker_startup(b))
+
+    def elect_leader(self, c: int, tp: TopicPartition) -> None:
+        self._tick()
+        self._send(self.server(c).controller.elect_leader(tp))
+
+    def remove_replica_from_isr(self, c: int, tp: TopicPartition, r: int) -> None:
+        self._tick()
+        self._send(self.server(c).controller.remove_replica_from_isr(tp, r))
+
+    def isr_change_notification(self, c: int, tp: TopicPartition) -> None:
+        self._tick()
+        self._send(self.server(c).controller.process_isr_change(tp))
+
+    def controlled_shutdown(self, c: int, b: int) -> str:
+        """Broker b sends ControlledShutdownRequest to controller c."""
+        self._tick()
+        err = self.server(c).controller.handle_controlled_shutdown(b, self.server(b).broker_epoch)
+        self._deliver_watches()
+        return err
+
+    def may_stop_after_controlled_shutdown(self, b: int) -> bool:
+        s = self.servers[b]
+        if s is None:
+            return False
+        epoch = s.zk.broker_epoch(b) if s.zk.is_registered(b) else None
+        return epoch is not None and any(
+            x is not None and x.controller.holds_controlled_shutdown(b, epoch) for x in self.servers)
+
+    def start_topic_deletion(self, c: int, topic: str) -> None:
+        self._tick()
+        self._send(self.server(c).controller.start_topic_deletion(topic))
+
+    def start_replica_deletion(self, c: int, tp: TopicPartition, r: int) -> None:
+        self._tick()
+        self._send(self.server(c).controller.start_replica_deletion(tp, r))
+
+    def retry_replica_deletion(self, c: int, tp: TopicPartition, r: int) -> None:
+        self._tick()
+        self._send(self.server(c).controller.retry_replica_deletion(tp, r))
+
+    def complete_topic_deletion(self, c: int, topic: str) -> None:
+        self._tick()
+        self._send(self.server(c).controller.complete_topic_deletion(topic))
+
+    # -- leaders' ISR timers -------------------------------------------------------------------------
+    def shrink_isr(self, leader: int, tp: TopicPartition, replica: int) -> bool:
+        self._tick()
+        ok = self.server(leader).replica_manager.maybe_shrink_isr(tp, replica)
+        self._deliver_watches()
+        return ok
+
+    def expand_isr(self, leader: int, tp: TopicPartition, replica: int) -> bool:
+        self._tick()
+        ok = self.server(leader).replica_manager.maybe_expand_isr(tp, replica)
+        self._deliver_watches()
+        return ok
+
+    # -- data path --------------------------------------------------------------------------------------
+    def produce(self, leader: int, tp: TopicPartition, acks: str) -> tuple[str, int]:
+        self._tick()
+        return self.server(leader).replica_manager.append_records(tp, acks)
+
+    def fetch(self, follower: int, tp: TopicPartition) -> bool:
+        """One round of the follower's fetcher: a fetch request to the leader it follows
+        (again at once after an OffsetOutOfRange truncation) and its response."""
+        self._tick()
+        frm = self.server(follower).replica_manager
+        req = frm.build_fetch(tp)
+        if req is None:
+            return False
+        leader = frm.fetchers[tp].leader
+        for _ in range(2):
+            if self.servers[leader] is None:
+                return False
+            resp = self.servers[leader].replica_manager.handle_fetch(req)
+            req = frm.handle_fetch_response(tp, resp)
+            if req is None:
+                break
+        return True
+
+    def truncate(self, follower: int, tp: TopicPartition) -> bool:
+        """The follower's OffsetsForLeaderEpoch exchange with its leader, round after
+        round until it knows where to truncate (one round before KIP-279)."""
+        self._tick()
+        frm = self.server(follower).replica_manager
+        req = frm.build_offsets_for_leader_epoch(tp)
+        if req is None:
+            return False
+        leader = frm.fetchers[tp].leader
+        for _ in range(MAX_TRUNCATION_ROUNDS):
+            if self.servers[leader] is None:
+                return False
+            resp = self.servers[leader].replica_manager.handle_offsets_for_leader_epoch(req)
+            req = frm.handle_offsets_for_leader_epoch_response(tp, resp)
+            if req is None:
+                return True
+        raise RuntimeError(f"truncation of {tp} on broker {follower} did not converge")
+
+    # -- admin ---------------------------------------------------------------------------------------
+    def create_topic(self, topic: str, assignment: dict, config: dict | None = None) -> None:
+        self._tick()
+        self.admin.create_topic(topic, assignment, config or {})
+        self._deliver_watches()
+
+    def delete_topic(self, topic: str) -> None:
+        self._tick()
+        self.admin.request_topic_deletion(topic)
+        self._deliver_watches()

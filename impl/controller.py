@@ -1,0 +1,506 @@
+"""KafkaController (2.x, ZooKeeper mode): election through /controller, the controller
+context, the partition and replica state machines, leader elections, ISR removal,
+ISR-change notifications, controlled shutdown and topic deletion.
+
+Sans-IO: every handler runs one controller event to completion and returns the
+requests to send (``Send`` effects); ZooKeeper is read and written synchronously
+through the broker's KafkaZkClient, as Kafka's controller event thread does.
+
+Granularity (the conformance table in impl/adapter.py says the same per action): Kafka
+runs a broker failure, a broker startup or a controlled shutdown as one event that
+also elects leaders and moves replicas offline.  Here, as in the model (README "The
+model", spec/controller.py), those are separate handler calls on the same context:
+``on_broker_failure`` / ``on_broker_startup`` update the context and the state
+machines, ``elect_leader`` runs one partition's election, ``remove_replica_from_isr``
+one replica's OfflineReplica transition.  Between them other actors may act.
+
+Choices shared with the model, each with its pointer:
+- A controller that is no longer the active one (a zombie: its session expired, so its
+  watches are gone) handles no watch event (broker change, ISR change, deletion
+  request, controlled-shutdown request): every such handler starts with Kafka's
+  ``if (!isActive) return``.  It still finishes the work its context holds: elections,
+  ISR removals and deletion steps (README "Zombie"; spec/controller.py ``_watching``).
+- Before an election or an ISR removal the controller reads the partition state from
+  ZooKeeper and writes conditionally on the version it read; the read and the write are
+  one step, so only the /controller_epoch check (KAFKA-6082) can fail it, and then the
+  controller resigns at once (spec/controller.py ``conditional_write``).
+- On failover, replicas on dead brokers start as ReplicaDeletionIneligible (Kafka 2.x
+  ``initializeReplicaState``), and a broker that starts up is sent the leadership of
+  the partitions that are online only; an offline one gets the result of its election
+  (spec/controller.py ``broker_startup``).
+- A leader that is itself the dead replica is not written out of the ISR by the
+  OfflineReplica transition (spec/controller.py ``remove_from_isr``); its partition's
+  election replaces it.
+- Topic deletion: StartTopicDeletion moves every replica and partition of the topic
+  offline; each replica is then sent StopReplica(delete=true) (or marked ineligible
+  while its broker is down); the topic's znodes go when every replica is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from impl import election as E
+from impl.config import BrokerConfig
+from impl.requests import LeaderAndIsrRequest, Send, StopReplicaRequest, StopReplicaResponse
+from impl.statechange import StateChangeLogger
+from impl.zkclient import NO_LEADER, ControllerMovedError, KafkaZkClient, LeaderAndIsr, TopicPartition
+
+# Partition states (PartitionStateMachine)
+NEW_PARTITION = "NewPartition"
+ONLINE_PARTITION = "OnlinePartition"
+OFFLINE_PARTITION = "OfflinePartition"
+NON_EXISTENT_PARTITION = "NonExistentPartition"
+# Replica states (ReplicaStateMachine)
+NEW_REPLICA = "NewReplica"
+ONLINE_REPLICA = "OnlineReplica"
+OFFLINE_REPLICA = "OfflineReplica"
+REPLICA_DELETION_STARTED = "ReplicaDeletionStarted"
+REPLICA_DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
+REPLICA_DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+NON_EXISTENT_REPLICA = "NonExistentReplica"
+
+# target -> the states it may be entered from (Kafka's validPreviousStates)
+VALID_PREVIOUS_PARTITION = {
+    NEW_PARTITION: {NON_EXISTENT_PARTITION},
+    ONLINE_PARTITION: {NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION},
+    OFFLINE_PARTITION: {NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION},
+    NON_EXISTENT_PARTITION: {OFFLINE_PARTITION},
+}
+VALID_PREVIOUS_REPLICA = {
+    NEW_REPLICA: {NON_EXISTENT_REPLICA},
+    ONLINE_REPLICA: {NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE},
+    OFFLINE_REPLICA: {NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE},
+    REPLICA_DELETION_STARTED: {OFFLINE_REPLICA},
+    REPLICA_DELETION_SUCCESSFUL: {REPLICA_DELETION_STARTED},
+    REPLICA_DELETION_INELIGIBLE: {OFFLINE_REPLICA, REPLICA_DELETION_STARTED},
+    NON_EXISTENT_REPLICA: {REPLICA_DELETION_SUCCESSFUL},
+}
+
+# watch-driven events (the controller's event queue)
+BROKER_CHANGE = "BrokerChange"
+ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
+TOPIC_DELETION = "TopicDeletion"
+
+
+class IllegalStateTransition(Exception):
+    pass
+
+
+@dataclass
+class ControllerContext:
+    epoch: int
+    epoch_zk_version: int
+    live_broker_epochs: dict = field(default_factory=dict)          # broker id -> broker epoch (czxid)
+    shutting_down: set = field(default_factory=set)
+    assignments: dict = field(default_factory=dict)                 # tp -> AR
+    leadership: dict = field(default_factory=dict)                  # tp -> LeaderAndIsr
+    partition_states: dict = field(default_factory=dict)            # tp -> partition state
+    replica_states: dict = field(default_factory=dict)              # (tp, replica) -> replica state
+    topics_to_be_deleted: set = field(default_factory=set)
+
+    def partitions_of(self, topic: str):
+        return sorted(tp for tp in self.assignments if tp.topic == topic)
+
+    def partitions_on(self, broker: int):
+        return sorted(tp for tp, ar in self.assignments.items() if broker in ar)
+
+
+class Controller:
+    def __init__(self, broker_id: int, config: BrokerConfig, zk: KafkaZkClient, state_log: StateChangeLogger,
+                 clock) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.zk = zk
+        self.state_log = state_log
+        self.clock = clock
+        self.ctx: ControllerContext | None = None
+        self.pending: set[str] = set()
+
+    def _trace(self, text: str) -> None:
+        self.state_log.controller(self.clock(), self.ctx.epoch if self.ctx else -1, text)
+
+    # -- state machines ------------------------------------------------------------------
+    def _partition_state(self, tp, target: str, detail: str = "") -> None:
+        current = self.ctx.partition_states.get(tp, NON_EXISTENT_PARTITION)
+        if current != target and current not in VALID_PREVIOUS_PARTITION[target]:
+            raise IllegalStateTransition(f"partition {tp}: {current} -> {target}")
+        self.ctx.partition_states[tp] = target
+        self._trace(f"Changed partition {tp} from {current} to {target}{detail}")
+
+    def _replica_state(self, tp, replica: int, target: str) -> None:
+        current = self.ctx.replica_states.get((tp, replica), NON_EXISTENT_REPLICA)
+        if current != target and current not in VALID_PREVIOUS_REPLICA[target]:
+            raise IllegalStateTransition(f"replica {replica} of {tp}: {current} -> {target}")
+        self.ctx.replica_states[(tp, replica)] = target
+        self._trace(f"Changed state of replica {replica} for partition {tp} from {current} to {target}")
+
+    def _leader_and_isr(self, tp, li: LeaderAndIsr, targets) -> list:
+        req = LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, tp, li.leader, li.leader_epoch, li.isr,
+                                  li.zk_version, self.ctx.assignments[tp])
+        for t in targets:
+            self._trace(f"Sending become-{'leader' if t == li.leader else 'follower'} LeaderAndIsr request "
+                        f"{li} to broker {t} for partition {tp}")
+        return [Send(t, req) for t in targets]
+
+    def _live(self) -> set:
+        return set(self.ctx.live_broker_epochs)
+
+    def _epoch_check(self) -> int | None:
+        return self.ctx.epoch_zk_version if self.config.controller_epoch_zk_check else None
+
+    # -- election and resignation --------------------------------------------------------
+    def can_elect(self) -> bool:
+        """The /controller watch fired and this broker may try to create it."""
+        return (self.ctx is None and self.zk.is_registered(self.broker_id)
+                and self.zk.get_controller_id() == NO_LEADER)
+
+    def elect(self) -> list:
+        epoch, epoch_version = self.zk.register_controller_and_increment_controller_epoch(self.broker_id)
+        self.ctx = ctx = ControllerContext(epoch, epoch_version)
+        self.pending = set()
+        self._trace(f"{self.broker_id} successfully elected as the controller. Epoch incremented to {epoch} "
+                    f"and epoch zk version is now {epoch_version}")
+        return self._on_controller_failover()
+
+    def _on_controller_failover(self) -> list:
+        """Register the watches, read the cluster into the context, start the state
+        machines, send every live replica the leadership of its partitions."""
+        ctx = self.ctx
+        ctx.live_broker_epochs = self.zk.get_all_broker_and_epochs(watch=True)
+        if self.zk.get_isr_change_notifications(watch=True):
+            self.pending.add(ISR_CHANGE_NOTIFICATION)
+        if self.zk.get_topic_deletions(watch=True):
+            self.pending.add(TOPIC_DELETION)
+        live = self._live()
+        for topic in self.zk.get_all_topics():
+            for p, ar in sorted(self.zk.get_assignment(topic).items()):
+                tp = TopicPartition(topic, p)
+                ctx.assignments[tp] = ar
+                li = self.zk.get_partition_state(tp)
+                if li is None:
+                    ctx.partition_states[tp] = NEW_PARTITION
+                else:
+                    ctx.leadership[tp] = li
+                    ctx.partition_states[tp] = ONLINE_PARTITION if li.leader in live else OFFLINE_PARTITION
+                for r in ar:
+                    ctx.replica_states[(tp, r)] = ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE
+        out = []
+        for tp in sorted(ctx.leadership):
+            out += self._leader_and_isr(tp, ctx.leadership[tp], [r for r in ctx.assignments[tp] if r in live])
+        return out
+
+    def is_active(self) -> bool:
+        return self.ctx is not None and self.zk.get_controller_id() == self.broker_id
+
+    def should_resign(self) -> bool:
+        """/controller names another broker (or none): onControllerResignation."""
+        return self.ctx is not None and self.zk.get_controller_id() != self.broker_id
+
+    def resign(self) -> None:
+        if self.ctx is not None:
+            self._trace(f"Resigned as the controller (epoch {self.ctx.epoch})")
+        self.ctx = None
+        self.pending = set()
+
+    def on_watch(self, event) -> None:
+        """A watch fired: queue the controller event it stands for."""
+        if self.ctx is None:
+            return
+        if event.path.startswith("/brokers/ids"):
+            self.pending.add(BROKER_CHANGE)
+        elif event.path.startswith("/isr_change_notification"):
+            self.pending.add(ISR_CHANGE_NOTIFICATION)
+        elif event.path.startswith("/admin/delete_topics"):
+            self.pending.add(TOPIC_DELETION)
+
+    # -- broker changes ------------------------------------------------------------------------
+    def broker_changes(self) -> dict[int, str]:
+        """BrokerChange: the difference between the brokers registered now and those in
+        the context.  A bounced broker (same id, new epoch) is a failure, then a startup."""
+        if not self.is_active() or BROKER_CHANGE not in self.pending:
+            return {}
+        current = self.zk.get_all_broker_and_epochs()
+        out = {}
+        for b in sorted(set(current) | set(self.ctx.live_broker_epochs)):
+            cached = self.ctx.live_broker_epochs.get(b)
+            if cached is not None and current.get(b) != cached:
+                out[b] = "failure"
+            elif cached is None and b in current:
+                out[b] = "startup"
+        return out
+
+    def _rearm_broker_watch(self) -> None:
+        current = self.zk.get_all_broker_and_epochs(watch=True)
+        if current == self.ctx.live_broker_epochs:
+            self.pending.discard(BROKER_CHANGE)
+
+    def on_broker_failure(self, broker: int) -> list:
+        ctx = self.ctx
+        self._trace(f"Broker failure callback for {broker}")
+        for tp in ctx.partitions_on(broker):
+            if ctx.replica_states.get((tp, broker)) == REPLICA_DELETION_STARTED:
+                self._replica_state(tp, broker, REPLICA_DELETION_INELIGIBLE)
+            li = ctx.leadership.get(tp)
+            if li is not None and li.leader == broker and ctx.partition_states.get(tp) in (ONLINE_PARTITION,
+                                                                                          NEW_PARTITION):
+                self._partition_state(tp, OFFLINE_PARTITION)
+        ctx.live_broker_epochs.pop(broker, None)
+        ctx.shutting_down.discard(broker)
+        self._rearm_broker_watch()
+        return []
+
+    def on_broker_startup(self, broker: int) -> list:
+        ctx = self.ctx
+        self._trace(f"Broker startup callback for {broker}")
+        out = []
+        for tp in ctx.partitions_on(broker):
+            if (tp.topic not in ctx.topics_to_be_deleted and ctx.replica_states.get((tp, broker)) in
+                    (OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, NEW_REPLICA)):
+                self._replica_state(tp, broker, ONLINE_REPLICA)
+        epoch = self.zk.broker_epoch(broker)
+        ctx.live_broker_epochs[broker] = epoch
+        for tp in ctx.partitions_on(broker):
+            if tp in ctx.leadership and ctx.partition_states.get(tp) == ONLINE_PARTITION:
+                out += self._leader_and_isr(tp, ctx.leadership[tp], [broker])
+        self._rearm_broker_watch()
+        return out
+
+    # -- leader election -----------------------------------------------------------------------------
+    def _topic_config(self, topic: str) -> dict:
+        return self.zk.get_topic_config(topic)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        v = self._topic_config(topic).get("unclean.leader.election.enable")
+        return self.config.unclean_leader_election_enable if v is None else v == "true"
+
+    def pending_election(self, tp: TopicPartition):
+        """The election this controller would run for ``tp`` now: (strategy, leader,
+        isr, clean), or None."""
+        ctx = self.ctx
+        if ctx is None or tp not in ctx.assignments or tp.topic in ctx.topics_to_be_deleted:
+            return None
+        if not self.zk.topic_exists(tp.topic):
+            return None
+        state = ctx.partition_states.get(tp, NON_EXISTENT_PARTITION)
+        ar = ctx.assignments[tp]
+        live = self._live()
+        zk_state = self.zk.get_partition_state(tp)        # Kafka reads ZooKeeper before it elects
+        if state == NEW_PARTITION:
+            # initializeLeaderAndIsrForPartitions creates the znode; if it exists, the
+            # create fails and the partition is not retried.
+            if zk_state is not None or tp in ctx.leadership:
+                return None
+            r = E.new_partition_leader_election(ar, live)
+            return ("new", r[0], r[1], True) if r else None
+        isr = zk_state.isr if zk_state else ()
+        if state == OFFLINE_PARTITION:
+            r = E.offline_partition_leader_election(ar, isr, live, False)
+            if r:
+                return ("offline", r[0], r[1], True)
+            if self._unclean_allowed(tp.topic):
+                r = E.offline_partition_leader_election(ar, isr, live, True)
+                return ("offline", r[0], r[1], False) if r else None
+            return None
+        if state != ONLINE_PARTITION or zk_state is None:
+            return None
+        if zk_state.leader != NO_LEADER and zk_state.leader in ctx.shutting_down:
+            r = E.controlled_shutdown_partition_leader_election(ar, isr, live, ctx.shutting_down)
+            return ("controlled_shutdown", r[0], r[1], True) if r else None
+        if self.config.auto_leader_rebalance_enable and ar[0] not in ctx.shutting_down:
+            r = E.preferred_replica_partition_leader_election(ar, zk_state.leader, isr, live)
+            return ("preferred", r[0], r[1], True) if r else None
+        return None
+
+    def elect_leader(self, tp: TopicPartition) -> list:
+        strategy, leader, isr, clean = self.pending_election(tp)
+        ctx = self.ctx
+        zk_state = self.zk.get_partition_state(tp)
+        epoch = zk_state.leader_epoch + 1 if zk_state else 0
+        expected = zk_state.zk_version if zk_state else -1
+        try:
+            li = self.zk.write_partition_state(tp, leader, epoch, isr, ctx.epoch, expected, self._epoch_check())
+        except ControllerMovedError:
+            self._trace(f"Controller moved to another broker while electing a leader for {tp}; resigning")
+            self.resign()
+            return []
+        if not clean:
+            self._trace(f"Unclean leader election. Elected {leader} for {tp}; data loss possible")
+        ctx.leadership[tp] = li
+        self._partition_state(tp, ONLINE_PARTITION, f" with state {li} ({strategy} election)")
+        live = self._live()
+        return self._leader_and_isr(tp, li, [r for r in ctx.assignments[tp] if r in live])
+
+    # -- OfflineReplica: removal from the ISR ---------------------------------------------------------
+    def replicas_to_take_offline(self) -> list[tuple[TopicPartition, int]]:
+        ctx = self.ctx
+        if ctx is None:
+            return []
+        out = []
+        for tp in sorted(ctx.assignments):
+            if tp.topic in ctx.topics_to_be_deleted or not self.zk.topic_exists(tp.topic):
+                continue
+            for r in ctx.assignments[tp]:
+                if ctx.replica_states.get((tp, r)) not in (ONLINE_REPLICA, NEW_REPLICA):
+                    continue
+                cached = ctx.leadership.get(tp)
+                if r not in ctx.live_broker_epochs or (r in ctx.shutting_down and
+                                                       (cached is None or cached.leader != r)):
+                    out.append((tp, r))
+        return out
+
+    def remove_replica_from_isr(self, tp: TopicPartition, replica: int) -> list:
+        ctx = self.ctx
+        out = []
+        zk_state = self.zk.get_partition_state(tp)
+        if (zk_state is not None and replica in zk_state.isr and replica != zk_state.leader
+                and zk_state.leader != NO_LEADER):
+            isr = tuple(x for x in zk_state.isr if x != replica)
+            try:
+                li = self.zk.write_partition_state(tp, zk_state.leader, zk_state.leader_epoch + 1, isr, ctx.epoch,
+                                                   zk_state.zk_version, self._epoch_check())
+            except ControllerMovedError:
+                self._trace(f"Controller moved while removing {replica} from the ISR of {tp}; resigning")
+                self.resign()
+                return []
+            ctx.leadership[tp] = li
+            live = self._live()
+            out = self._leader_and_isr(tp, li, [x for x in ctx.assignments[tp] if x in live and x != replica])
+        self._replica_state(tp, replica, OFFLINE_REPLICA)
+        return out
+
+    # -- ISR change notifications ----------------------------------------------------------------------
+    def isr_changed_partitions(self) -> list[TopicPartition]:
+        if not self.is_active() or ISR_CHANGE_NOTIFICATION not in self.pending:
+            return []
+        out = set()
+        for tps in self.zk.get_isr_change_notifications().values():
+            out.update(tps)
+        return sorted(tp for tp in out if tp in self.ctx.assignments)
+
+    def process_isr_change(self, tp: TopicPartition) -> list:
+        notes = self.zk.get_isr_change_notifications()
+        li = self.zk.get_partition_state(tp)
+        if li is not None:
+            self.ctx.leadership[tp] = li
+            self._trace(f"ISR change for {tp}: cached leadership is now {li}")
+        self.zk.delete_isr_change_notifications(sorted(n for n, tps in notes.items() if set(tps) <= {tp}))
+        if not self.zk.get_isr_change_notifications(watch=True):
+            self.pending.discard(ISR_CHANGE_NOTIFICATION)
+        return []
+
+    # -- controlled shutdown -----------------------------------------------------------------------
+    def can_accept_controlled_shutdown(self, broker: int) -> bool:
+        return (self.is_active() and broker in self.ctx.live_broker_epochs
+                and broker not in self.ctx.shutting_down)
+
+    def handle_controlled_shutdown(self, broker: int, broker_epoch: int) -> str:
+        """ControlledShutdownRequest: mark the broker shutting down.  Its leaderships
+        move in controlled-shutdown elections and its follower replicas go offline in
+        later steps (see the module docstring on granularity)."""
+        if not self.can_accept_controlled_shutdown(broker):
+            return "NOT_CONTROLLER"
+        if broker_epoch < self.ctx.live_broker_epochs[broker]:
+            return "STALE_BROKER_EPOCH"
+        self.ctx.shutting_down.add(broker)
+        self._trace(f"Shutting down broker {broker}")
+        return "NONE"
+
+    def holds_controlled_shutdown(self, broker: int, broker_epoch: int | None) -> bool:
+        """Whether this controller has accepted the shutdown of that registration."""
+        return (self.ctx is not None and broker in self.ctx.shutting_down
+                and self.ctx.live_broker_epochs.get(broker) == broker_epoch)
+
+    # -- topic deletion (TopicDeletionManager) ---------------------------------------------------------
+    def topics_to_start_deleting(self) -> list[str]:
+        if not self.config.delete_topic_enable or not self.is_active() or TOPIC_DELETION not in self.pending:
+            return []
+        return [t for t in self.zk.get_topic_deletions()
+                if t not in self.ctx.topics_to_be_deleted and self.zk.topic_exists(t)
+                and any(tp.topic == t for tp in self.ctx.assignments)]
+
+    def start_topic_deletion(self, topic: str) -> list:
+        ctx = self.ctx
+        ctx.topics_to_be_deleted.add(topic)
+        self._trace(f"Starting deletion of topic {topic}")
+        for tp in ctx.partitions_of(topic):
+            for r in ctx.assignments[tp]:
+                st = ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA)
+                if st in VALID_PREVIOUS_REPLICA[OFFLINE_REPLICA] or st == OFFLINE_REPLICA:
+                    self._replica_state(tp, r, OFFLINE_REPLICA)
+            st = ctx.partition_states.get(tp, NON_EXISTENT_PARTITION)
+            if st in VALID_PREVIOUS_PARTITION[OFFLINE_PARTITION]:
+                self._partition_state(tp, OFFLINE_PARTITION)
+        if not [t for t in self.zk.get_topic_deletions(watch=True) if t not in ctx.topics_to_be_deleted]:
+            self.pending.discard(TOPIC_DELETION)
+        return []
+
+    def deletion_steps(self) -> list[tuple[str, TopicPartition, int]]:
+        """("start" | "retry", tp, replica) for every replica deletion that can proceed."""
+        ctx = self.ctx
+        out = []
+        if ctx is None:
+            return out
+        for topic in sorted(ctx.topics_to_be_deleted):
+            if not self.zk.topic_exists(topic):
+                continue
+            for tp in ctx.partitions_of(topic):
+                for r in ctx.assignments[tp]:
+                    st = ctx.replica_states.get((tp, r))
+                    if st == OFFLINE_REPLICA:
+                        out.append(("start", tp, r))
+                    elif st == REPLICA_DELETION_INELIGIBLE and r in ctx.live_broker_epochs:
+                        out.append(("retry", tp, r))
+        return out
+
+    def start_replica_deletion(self, tp: TopicPartition, replica: int) -> list:
+        if replica in self.ctx.live_broker_epochs:
+            self._replica_state(tp, replica, REPLICA_DELETION_STARTED)
+            self._trace(f"Sending StopReplica (delete=true) to broker {replica} for partition {tp}")
+            return [Send(replica, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, True))]
+        self._replica_state(tp, replica, REPLICA_DELETION_INELIGIBLE)
+        return []
+
+    def retry_replica_deletion(self, tp: TopicPartition, replica: int) -> list:
+        self._replica_state(tp, replica, OFFLINE_REPLICA)
+        return []
+
+    def topics_deleted(self) -> list[str]:
+        ctx = self.ctx
+        if ctx is None:
+            return []
+        return [t for t in sorted(ctx.topics_to_be_deleted) if self.zk.topic_exists(t) and all(
+            ctx.replica_states.get((tp, r)) == REPLICA_DELETION_SUCCESSFUL
+            for tp in ctx.partitions_of(t) for r in ctx.assignments[tp])]
+
+    def complete_topic_deletion(self, topic: str) -> list:
+        ctx = self.ctx
+        tps = ctx.partitions_of(topic)
+        try:
+            self.zk.delete_topic_znodes(topic, [tp.partition for tp in tps], self._epoch_check())
+        except ControllerMovedError:
+            self._trace(f"Controller moved while completing the deletion of {topic}; resigning")
+            self.resign()
+            return []
+        for tp in tps:
+            for r in ctx.assignments[tp]:
+                self._replica_state(tp, r, NON_EXISTENT_REPLICA)
+                del ctx.replica_states[(tp, r)]
+            self._partition_state(tp, NON_EXISTENT_PARTITION)
+            del ctx.partition_states[tp]
+            ctx.leadership.pop(tp, None)
+            del ctx.assignments[tp]
+        ctx.topics_to_be_deleted.discard(topic)
+        self._trace(f"Deletion of topic {topic} successfully completed")
+        return []
+
+    def handle_stop_replica_response(self, resp: StopReplicaResponse) -> None:
+        """A failed StopReplica leaves the replica in ReplicaDeletionStarted, as the model
+        records success only (spec/broker.py ``deliver_stop_replica``)."""
+        ctx = self.ctx
+        if ctx is None or ctx.epoch != resp.controller_epoch or resp.error != "NONE":
+            return
+        tp = resp.topic_partition
+        if tp.topic in ctx.topics_to_be_deleted and ctx.replica_states.get((tp, resp.broker_id)) == \
+                REPLICA_DELETION_STARTED:
+            self._replica_state(tp, resp.broker_id, REPLICA_DELETION_SUCCESSFUL)

@@ -1,0 +1,351 @@
+"""ReplicaManager: what a broker does with LeaderAndIsr and StopReplica, produce and
+fetch, the high watermark, ISR shrink and expand, and follower truncation.
+
+Sans-IO: every handler takes one request (or one timer firing) and returns the
+response or the next request to send; the driver (impl/cluster.py) carries them.
+ZooKeeper is reached through the broker's KafkaZkClient, synchronously, as Kafka's
+``Partition.updateIsr`` does.
+
+Choices shared with the model, each with its pointer:
+- The broker remembers the *highest* controller epoch it has seen (spec/broker.py
+  ``deliver_leader_and_isr``: ``max``); Kafka assigns the request's epoch, which is the
+  same whenever the StaleControllerEpoch check is on.
+- StopReplica(delete=true) drops the partition's leadership state and its fetcher; the
+  log stays on disk (spec/broker.py ``deliver_stop_replica`` keeps the replica's log).
+- A new leader forgets what it knew of its followers' positions, so its HW waits for a
+  fetch in the new epoch (README "The data path", spec/datapath.py ``on_become_leader``).
+- The follower's HW comes from the HW the leader read *before* it recorded this fetch.
+- ISR expansion: the follower has fetched from this leader up to its HW; with KIP-320,
+  also in this leader epoch and only once the HW has reached this leader's own epoch
+  (README "ISR expand rule", spec/datapath.py ``isr_expand_allowed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from impl.config import BrokerConfig
+from impl.log import UNDEFINED_EPOCH_OFFSET, Log
+from impl.requests import LeaderAndIsrRequest, Respond, StopReplicaRequest, StopReplicaResponse
+from impl.statechange import StateChangeLogger
+from impl.zkclient import NO_LEADER, KafkaZkClient, TopicPartition
+
+NONE = "NONE"
+STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
+STALE_LEADER_EPOCH = "STALE_LEADER_EPOCH"
+NOT_LEADER_FOR_PARTITION = "NOT_LEADER_FOR_PARTITION"
+NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+
+
+class FetchRequest(NamedTuple):
+    replica_id: int
+    topic_partition: TopicPartition
+    fetch_offset: int
+    current_leader_epoch: int      # KIP-320; -1 when the protocol does not send it
+
+
+class FetchResponse(NamedTuple):
+    error: str
+    records: tuple                 # leader epochs of the records returned
+    high_watermark: int
+    log_end_offset: int
+
+
+class OffsetsForLeaderEpochRequest(NamedTuple):
+    replica_id: int
+    topic_partition: TopicPartition
+    leader_epoch: int              # the follower's last epoch
+    current_leader_epoch: int      # KIP-320
+
+
+class OffsetsForLeaderEpochResponse(NamedTuple):
+    error: str
+    leader_epoch: int              # KIP-279: the largest leader epoch <= the requested one (-1 before 2.0)
+    end_offset: int
+
+
+@dataclass
+class Partition:
+    """A broker's view of one partition (Kafka's ``Partition``)."""
+
+    tp: TopicPartition
+    replicas: tuple
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    controller_epoch: int
+    zk_version: int
+    # leader side: the LEO each follower last fetched from, -1 unknown (Kafka's remote Replica)
+    remote_leos: dict = field(default_factory=dict)
+    min_insync_replicas: int = 1
+
+
+@dataclass
+class FetchState:
+    """The follower's ReplicaFetcherThread state for one partition."""
+
+    leader: int
+    leader_epoch: int
+    truncating: bool
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, config: BrokerConfig, logs: dict, zk: KafkaZkClient,
+                 state_log: StateChangeLogger, clock) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.logs = logs                  # tp -> Log: the log directory, kept over restarts
+        self.zk = zk
+        self.state_log = state_log
+        self.clock = clock
+        self.controller_epoch = 0
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.fetchers: dict[TopicPartition, FetchState] = {}
+
+    def log(self, tp: TopicPartition) -> Log:
+        if tp not in self.logs:
+            self.logs[tp] = Log()
+        return self.logs[tp]
+
+    def _trace(self, role: str, text: str) -> None:
+        self.state_log.broker(self.clock(), role, text)
+
+    # -- controller requests ----------------------------------------------------------------
+    def _stale_controller(self, epoch: int) -> bool:
+        return self.config.controller_epoch_check and epoch < self.controller_epoch
+
+    def handle_leader_and_isr(self, req: LeaderAndIsrRequest) -> str:
+        tp = req.topic_partition
+        if self._stale_controller(req.controller_epoch):
+            self._trace("", f"received LeaderAndIsr request from controller {req.controller_id} with "
+                        f"correlation id 0 epoch {req.controller_epoch} since its controller epoch "
+                        f"{req.controller_epoch} is old. Latest known controller epoch is {self.controller_epoch}")
+            return STALE_CONTROLLER_EPOCH
+        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
+        current = self.partitions.get(tp)
+        current_epoch = current.leader_epoch if current else -1
+        if req.leader_epoch <= current_epoch:
+            self._trace("", f"Ignoring LeaderAndIsr request from controller {req.controller_id} epoch "
+                        f"{req.controller_epoch} for partition {tp} since its associated leader epoch "
+                        f"{req.leader_epoch} is not higher than the current leader epoch {current_epoch}")
+            return STALE_LEADER_EPOCH
+        p = Partition(tp, req.replicas, req.leader, req.leader_epoch, tuple(req.isr), req.controller_epoch,
+                      req.zk_version)
+        self.partitions[tp] = p
+        if req.leader == self.broker_id:
+            self._make_leader(p)
+        elif req.leader != NO_LEADER:
+            self._make_follower(p)
+        return NONE
+
+    def _make_leader(self, p: Partition) -> None:
+        self.fetchers.pop(p.tp, None)
+        log = self.log(p.tp)
+        p.remote_leos = {r: -1 for r in p.replicas if r != self.broker_id}
+        p.min_insync_replicas = int(self.zk.get_topic_config(p.tp.topic).get(
+            "min.insync.replicas", self.config.min_insync_replicas))
+        self._trace("Leader", f"{p.tp} starts at leader epoch {p.leader_epoch} from offset "
+                    f"{log.log_end_offset} with high watermark {log.high_watermark_checkpoint}. "
+                    f"Previous leader epoch was {p.leader_epoch}. ISR {list(p.isr)}")
+
+    def _make_follower(self, p: Partition) -> None:
+        log = self.log(p.tp)
+        if self.config.truncation == "high_watermark":
+            # Before KIP-101: truncate to the HW right away, then fetch.
+            hw = log.high_watermark_checkpoint
+            if log.truncate_to(hw):
+                self._trace("Follower", f"{p.tp} truncated to high watermark {hw}")
+            self.fetchers[p.tp] = FetchState(p.leader, p.leader_epoch, truncating=False)
+        else:
+            self.fetchers[p.tp] = FetchState(p.leader, p.leader_epoch, truncating=True)
+        self._trace("Follower", f"{p.tp} starts following leader {p.leader} at leader epoch {p.leader_epoch}")
+
+    def handle_stop_replica(self, req: StopReplicaRequest) -> list:
+        tp = req.topic_partition
+        if self._stale_controller(req.controller_epoch):
+            return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp,
+                                                                   STALE_CONTROLLER_EPOCH))]
+        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
+        self.partitions.pop(tp, None)
+        self.fetchers.pop(tp, None)
+        self._trace("", f"Handling StopReplica (delete={req.delete_partition}) for partition {tp} from "
+                    f"controller {req.controller_id} epoch {req.controller_epoch}")
+        return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp, NONE))]
+
+    # -- leader: produce, fetch, HW ------------------------------------------------------------
+    def leader_partition(self, tp: TopicPartition) -> Partition | None:
+        p = self.partitions.get(tp)
+        return p if p is not None and p.leader == self.broker_id else None
+
+    def append_records(self, tp: TopicPartition, acks: str) -> tuple[str, int]:
+        """Produce one record; returns (error, offset)."""
+        p = self.leader_partition(tp)
+        if p is None:
+            return NOT_LEADER_FOR_PARTITION, -1
+        if acks == "all" and len(p.isr) < p.min_insync_replicas:
+            return NOT_ENOUGH_REPLICAS, -1
+        offset = self.log(tp).append(p.leader_epoch)
+        self._maybe_increment_hw(p)
+        return NONE, offset
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        return self.log(tp).high_watermark_checkpoint
+
+    def _maybe_increment_hw(self, p: Partition) -> bool:
+        """HW = the smallest LEO of the ISR; a follower whose LEO is unknown holds it."""
+        log = self.log(p.tp)
+        new_hw = log.log_end_offset
+        for r in p.isr:
+            if r == self.broker_id:
+                continue
+            leo = p.remote_leos.get(r, -1)
+            if leo < 0:
+                return False
+            new_hw = min(new_hw, leo)
+        if new_hw <= log.high_watermark_checkpoint:
+            return False
+        log.high_watermark_checkpoint = new_hw
+        return True
+
+    def _fenced_epoch(self, p: Partition, current_leader_epoch: int) -> bool:
+        return self.config.truncation == "kip320" and current_leader_epoch != p.leader_epoch
+
+    def handle_fetch(self, req: FetchRequest) -> FetchResponse:
+        p = self.leader_partition(req.topic_partition)
+        if p is None:
+            return FetchResponse(NOT_LEADER_FOR_PARTITION, (), -1, -1)
+        if self._fenced_epoch(p, req.current_leader_epoch):
+            return FetchResponse(FENCED_LEADER_EPOCH, (), -1, -1)
+        log = self.log(p.tp)
+        if req.fetch_offset > log.log_end_offset:
+            return FetchResponse(OFFSET_OUT_OF_RANGE, (), -1, log.log_end_offset)
+        hw = log.high_watermark_checkpoint      # read before this fetch is recorded
+        records = tuple(log.read(req.fetch_offset, 1))
+        p.remote_leos[req.replica_id] = req.fetch_offset
+        self._maybe_increment_hw(p)
+        return FetchResponse(NONE, records, hw, log.log_end_offset)
+
+    def handle_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
+        p = self.leader_partition(req.topic_partition)
+        if p is None:
+            return OffsetsForLeaderEpochResponse(NOT_LEADER_FOR_PARTITION, -1, UNDEFINED_EPOCH_OFFSET)
+        if self._fenced_epoch(p, req.current_leader_epoch):
+            return OffsetsForLeaderEpochResponse(FENCED_LEADER_EPOCH, -1, UNDEFINED_EPOCH_OFFSET)
+        log = self.log(p.tp)
+        if self.config.truncation == "kip101":
+            return OffsetsForLeaderEpochResponse(NONE, -1, log.epochs.end_offset_for(req.leader_epoch,
+                                                                                     log.log_end_offset))
+        epoch, end = log.epochs.epoch_and_end_offset_for(req.leader_epoch, log.log_end_offset)
+        return OffsetsForLeaderEpochResponse(NONE, epoch, end)
+
+    # -- leader: ISR shrink and expand ------------------------------------------------------
+    def maybe_shrink_isr(self, tp: TopicPartition, out_of_sync: int) -> bool:
+        """replica.lag.time.max.ms passed without ``out_of_sync`` catching up."""
+        p = self.leader_partition(tp)
+        if p is None or out_of_sync not in p.isr or out_of_sync == self.broker_id:
+            return False
+        if not self._update_isr(p, tuple(r for r in p.isr if r != out_of_sync)):
+            return False
+        self._maybe_increment_hw(p)       # a smaller ISR may let the HW move
+        return True
+
+    def can_expand_isr(self, tp: TopicPartition, follower: int) -> bool:
+        p = self.leader_partition(tp)
+        if p is None or follower in p.isr or follower == self.broker_id or follower not in p.replicas:
+            return False
+        log = self.log(tp)
+        leo = p.remote_leos.get(follower, -1)
+        hw = log.high_watermark_checkpoint
+        if leo < 0 or leo < hw:
+            return False
+        if self.config.truncation == "kip320":
+            # the HW has reached this leader's own epoch: nothing below it is missing
+            if hw != log.log_end_offset and log.records[hw] != p.leader_epoch:
+                return False
+        return True
+
+    def maybe_expand_isr(self, tp: TopicPartition, follower: int) -> bool:
+        if not self.can_expand_isr(tp, follower):
+            return False
+        p = self.leader_partition(tp)
+        return self._update_isr(p, tuple(sorted(p.isr + (follower,))))
+
+    def isr_write_would_succeed(self, tp: TopicPartition) -> bool:
+        p = self.leader_partition(tp)
+        return p is not None and self.zk.partition_state_version(tp) == p.zk_version
+
+    def _update_isr(self, p: Partition, isr: tuple) -> bool:
+        version = self.zk.update_isr(p.tp, p.leader, p.leader_epoch, isr, p.controller_epoch, p.zk_version)
+        if version is None:
+            self._trace("Leader", f"{p.tp} cached zkVersion {p.zk_version} not equal to that in zookeeper, "
+                        f"skip updating ISR")
+            return False
+        self._trace("Leader", f"{p.tp} ISR updated from {list(p.isr)} to {list(isr)} and zkVersion updated to "
+                    f"[{version}]")
+        p.isr, p.zk_version = isr, version
+        self.zk.propagate_isr_change(p.tp)
+        return True
+
+    # -- follower: the fetcher ---------------------------------------------------------------------
+    def _current_epoch(self, tp: TopicPartition) -> int:
+        return self.partitions[tp].leader_epoch if self.config.truncation == "kip320" else -1
+
+    def build_fetch(self, tp: TopicPartition) -> FetchRequest | None:
+        st = self.fetchers.get(tp)
+        if st is None or st.truncating:
+            return None
+        return FetchRequest(self.broker_id, tp, self.log(tp).log_end_offset, self._current_epoch(tp))
+
+    def handle_fetch_response(self, tp: TopicPartition, resp: FetchResponse) -> FetchRequest | None:
+        """Apply a fetch response; returns the request to send again, if any (after an
+        OffsetOutOfRange the follower truncates to the leader's LEO and fetches from there)."""
+        log = self.log(tp)
+        if resp.error == OFFSET_OUT_OF_RANGE:
+            log.truncate_to(resp.log_end_offset)
+            self._trace("Follower", f"{tp} truncated to leader's log end offset {resp.log_end_offset} "
+                        f"(OffsetOutOfRange)")
+            return self.build_fetch(tp)
+        if resp.error != NONE:
+            return None
+        for epoch in resp.records:
+            log.append(epoch)
+        log.high_watermark_checkpoint = min(log.log_end_offset, resp.high_watermark)
+        return None
+
+    def build_offsets_for_leader_epoch(self, tp: TopicPartition) -> OffsetsForLeaderEpochRequest | None:
+        st = self.fetchers.get(tp)
+        if st is None or not st.truncating:
+            return None
+        return OffsetsForLeaderEpochRequest(self.broker_id, tp, self.log(tp).epochs.latest_epoch,
+                                            self._current_epoch(tp))
+
+    def handle_offsets_for_leader_epoch_response(self, tp: TopicPartition, resp: OffsetsForLeaderEpochResponse):
+        """Truncate as the answer says (AbstractFetcherThread.getOffsetTruncationState);
+        returns the next request if KIP-279 needs another round."""
+        st = self.fetchers[tp]
+        log = self.log(tp)
+        if resp.error != NONE:
+            return None
+        if not log.records:
+            offset, done = 0, True
+        elif resp.end_offset == UNDEFINED_EPOCH_OFFSET:
+            offset, done = log.high_watermark_checkpoint, True
+        elif self.config.truncation == "kip101":
+            offset, done = min(resp.end_offset, log.log_end_offset), True
+        else:
+            f_epoch, f_end = log.epochs.epoch_and_end_offset_for(resp.leader_epoch, log.log_end_offset)
+            if f_end == UNDEFINED_EPOCH_OFFSET:
+                offset, done = min(resp.end_offset, log.log_end_offset), True
+            elif f_epoch != resp.leader_epoch:
+                offset, done = min(f_end, log.log_end_offset), False
+            else:
+                offset, done = min(resp.end_offset, f_end), True
+        if log.truncate_to(offset):
+            self._trace("Follower", f"{tp} truncated to offset {offset} (OffsetsForLeaderEpoch)")
+        if done:
+            st.truncating = False
+            return None
+        return self.build_offsets_for_leader_epoch(tp)
