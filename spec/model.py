@@ -18,7 +18,7 @@ import json
 from typing import Any, Mapping
 
 from checker.model import Action, Model
-from spec import broker, controller, datapath, faults
+from spec import broker, controller, datapath, faults, liveness
 from spec.config import KafkaConfig
 from spec.properties import properties
 from spec.state import (
@@ -41,7 +41,7 @@ class KafkaModel(Model):
     def __init__(self, cfg: KafkaConfig):
         self.cfg = cfg
         self.ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
-        self._properties = properties(cfg, self.ar)
+        self._properties = properties(cfg, self.ar) + liveness.liveness_properties(cfg)
 
     def init_states(self):
         """Every broker is up with a session; the topic exists in ZooKeeper with its
@@ -70,6 +70,10 @@ class KafkaModel(Model):
 
     def properties(self):
         return self._properties
+
+    def fair(self, act: Action) -> bool:
+        """Faults and the environment's free choices are not fair (spec/liveness.py)."""
+        return liveness.fair(act)
 
     def is_terminal(self, state) -> bool:
         """Quiescent with an active controller: every fault spent or declined, every
