@@ -87,17 +87,18 @@ from checker.graph import StateGraph, explore  # noqa: F401 - explore: the docte
 from checker.model import Action, Model, State
 from checker.trace import ABSENT, _exc, _same, render_changes
 
-__all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save",
+__all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save", "canonical",
            "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine"]
 
 CONTEXT = 5          # previous steps shown in a divergence report
 
-INITIAL, REFUSED, RAISED, STATE = "initial", "refused", "raised", "state"
+INITIAL, REFUSED, RAISED, STATE, EXTRA = "initial", "refused", "raised", "state", "extra"
 KINDS = {
     INITIAL: "the implementation's initial state differs from the model's (model -> implementation)",
     REFUSED: "the model enables this action but the implementation does not",
     RAISED: "the implementation raised",
     STATE: "after this step the implementation's state differs from the model's (model -> implementation)",
+    EXTRA: "the implementation enables an action the model does not enable here",
 }
 
 
@@ -235,6 +236,7 @@ class Divergence:
     trace_path: str | None = None
     command: str = ""
     replays: int = 0                                      # replays the shrinking took
+    extra: Action | None = None                           # EXTRA: the action only the implementation enables
 
     @property
     def summary(self) -> str:
@@ -245,6 +247,9 @@ class Divergence:
                     + (f" (and {len(self.changes) - 1} more)" if len(self.changes) > 1 else "")) if first else "states differ"
         elif self.kind == REFUSED:
             what = "the implementation does not enable it"
+        elif self.kind == EXTRA:
+            where = "in the initial state" if self.step == 0 else f"after step {self.step}"
+            what = f"the implementation enables {self.extra}, which the model does not"
         else:
             what = f"the implementation raised {self.detail}"
         return f"diverges {where}: {what}"
@@ -253,7 +258,10 @@ class Divergence:
         lines = []
         head = self.original or self
         src = f" of {head.source}" if head.source else ""
-        if head.step == 0:
+        if head.kind == EXTRA:
+            lines.append(f"DIVERGENCE {'in the initial state' if head.step == 0 else f'after step {head.step}'}"
+                         f"{src}: the implementation enables {head.extra}")
+        elif head.step == 0:
             lines.append(f"DIVERGENCE in the initial state{src}")
         else:
             lines.append(f"DIVERGENCE at step {head.step}{src}: {head.action}")
@@ -265,7 +273,10 @@ class Divergence:
             lines.append(f"shrunk from {n0} to {n1} step{'s' if n1 != 1 else ''} ({self.replays} replays){saved}:")
             for i, a in enumerate(self.actions, 1):
                 lines.append(f"  step {i}  {a}")
-            if self.step == 0:
+            if self.kind == EXTRA:
+                lines.append(f"  {'in the initial state' if self.step == 0 else f'after step {self.step}'}, "
+                             f"the implementation enables {self.extra}, which the model does not")
+            elif self.step == 0:
                 lines.append("  the initial states already differ")
             elif (self.kind, self.changes) != (head.kind, head.changes) or self.step != n1:
                 lines.append(f"  at step {self.step}: {KINDS[self.kind]}")
@@ -292,7 +303,10 @@ def _detail(d: Divergence, indent: str) -> list[str]:
 
 
 def _body(d: Divergence) -> list[str]:
-    lines = [f"  {KINDS[d.kind]}:" if d.kind != REFUSED else f"  {KINDS[d.kind]}"]
+    if d.kind == EXTRA:
+        lines = [f"  {KINDS[d.kind]}: {d.extra}"]
+    else:
+        lines = [f"  {KINDS[d.kind]}:" if d.kind != REFUSED else f"  {KINDS[d.kind]}"]
     lines.extend(_detail(d, "    "))
     if d.kind == STATE and d.model_changes:
         lines.append("  what the model did in this step:")
@@ -311,13 +325,33 @@ class Harness:
 
     ``impl_factory(config)`` builds a fresh implementation for every run; ``config``
     is the model's full configuration dict.
+
+    With a ``vocabulary`` (e.g. every action of a state graph), each state a run
+    passes through is also *probed*: every action of the vocabulary that the model
+    does not enable there must not be enabled in the implementation either (an
+    implementation that can do more than the model is a divergence too).  Each
+    distinct model state is probed once per harness (``probed``), except while
+    shrinking, where every state of a candidate is.  With ``probe_path``, the
+    vocabulary of a run also holds every action the model enables somewhere on its
+    path (what a lone trace offers, without a state graph).
     """
 
     def __init__(self, model: Model, impl_factory: Callable[[Mapping[str, Any]], Any],
-                 config: Mapping[str, Any]) -> None:
+                 config: Mapping[str, Any], vocabulary: Sequence[Action] = (), probe_path: bool = False) -> None:
         self.model, self.factory, self.config = model, impl_factory, dict(config)
+        self.vocabulary = list(dict.fromkeys(vocabulary))
+        self.probe_path = probe_path
+        self.probed: set | None = set()   # fingerprints of the states probed so far; None: probe every state
         self.steps = 0          # implementation steps taken, over every run (a cost measure)
         self.runs = 0
+        self.probes = 0         # enabled() questions about actions the model does not enable
+
+    @property
+    def _fp(self) -> Callable[[State], int]:
+        from checker.bfs import _fingerprint_fn
+        if not hasattr(self, "_fp_fn"):
+            self._fp_fn = _fingerprint_fn(self.model)
+        return self._fp_fn
 
     # -- the model side: its errors are the model's (ModelError), never a divergence
     def initial(self) -> State:
@@ -374,6 +408,7 @@ class Harness:
         state) and on a fresh implementation; the first divergence, or None."""
         self.runs += 1
         states = self.model_path(actions, init)   # NotInModel before the implementation runs
+        fp = self._fp
         actions = tuple(actions)
         observed = [None] * len(states)
 
@@ -382,14 +417,42 @@ class Harness:
                 observed[i] = (self.observe_model(states[i], f"step {i}"),)
             return observed[i][0]
 
-        def diverge(kind: str, i: int, changes: list | None = None, detail: str = "") -> Divergence:
+        def diverge(kind: str, i: int, changes: list | None = None, detail: str = "",
+                    extra: Action | None = None) -> Divergence:
             d = Divergence(kind, i, actions[i - 1] if i else None, actions[:i], changes or [], detail,
-                           init=states[0], source=source)
+                           init=states[0], source=source, extra=extra)
             if i:
                 d.model_changes = diff(_view(model_obs(i - 1)), _view(model_obs(i))) if kind == STATE else []
+                last = i + 1 if kind == EXTRA else i       # an extra action comes after step i
                 d.context = [(j, actions[j - 1], diff(_view(model_obs(j - 1)), _view(model_obs(j))))
-                             for j in range(max(1, i - CONTEXT), i)]
+                             for j in range(max(1, last - CONTEXT), last)]
             return d
+
+        vocabulary = self.vocabulary
+        if self.probe_path:
+            vocabulary = list(dict.fromkeys([*vocabulary, *(a for st in states
+                                                             for a in self.enabled_in_model(st, "a step"))]))
+
+        def probe(impl: Any, i: int) -> Divergence | None:
+            if not vocabulary:
+                return None
+            if self.probed is not None:
+                h = fp(states[i])
+                if h in self.probed:
+                    return None
+                self.probed.add(h)
+            allowed = set(self.enabled_in_model(states[i], f"step {i}"))
+            for a in vocabulary:
+                if a in allowed:
+                    continue
+                self.probes += 1
+                try:
+                    if impl.enabled(a):
+                        return diverge(EXTRA, i, extra=a)
+                except Exception as e:  # noqa: BLE001
+                    return diverge(RAISED, i, detail=f"in enabled({a}), an action the model does not enable "
+                                                     f"here: {_exc(e)}")
+            return None
 
         def impl_obs(impl: Any, i: int) -> tuple[Any, Divergence | None]:
             try:
@@ -406,7 +469,7 @@ class Harness:
         except Exception as e:  # noqa: BLE001
             return diverge(RAISED, 0, detail=f"building it raised {_exc(e)}")
         _, d = impl_obs(impl, 0)
-        if d:
+        if d or (d := probe(impl, 0)):
             return d
         for i, a in enumerate(actions, 1):
             try:
@@ -421,7 +484,7 @@ class Harness:
                 return diverge(RAISED, i, detail=f"in apply({a}): {_exc(e)}")
             self.steps += 1
             _, d = impl_obs(impl, i)
-            if d:
+            if d or (d := probe(impl, i)):
                 return d
         return None
 
@@ -442,6 +505,14 @@ def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Di
     shorter diverging path.  It finds the shortest one whenever the implementation's
     behaviour depends only on the model state a path reaches; whatever it finds is
     replayed, so a reported path always diverges."""
+    probed, harness.probed = harness.probed, None    # a candidate is probed in every state
+    try:
+        return _shrink(harness, found, search_budget)
+    finally:
+        harness.probed = probed
+
+
+def _shrink(harness: Harness, found: Divergence, search_budget: int) -> Divergence:
     init = found.init
     best = found
     cur = list(found.actions)
@@ -457,7 +528,7 @@ def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Di
             return None
         return harness.run(cand, init, source=found.source)
 
-    if best.step > 0:
+    if best.actions:
         size = max(1, len(cur) // 2)
         while size >= 1 and cur:
             changed = False
@@ -519,10 +590,14 @@ def _search(harness: Harness, init: State, max_len: int, budget: int, source: st
 def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: str,
          preset: str | None = None, label: str | None = None, command: str | None = None) -> Path:
     """Save ``d``'s path as a trace (property ``Conformance``) in ``directory``; an
-    existing file is never overwritten (see checker.trace.write_trace)."""
+    existing file is never overwritten (see checker.trace.write_trace).  For an
+    action only the implementation enables, the trace also lists it under ``probe``,
+    so that replaying the file asks the implementation about it again."""
+    import tempfile
+
     from checker.bfs import replay_path
     from checker.result import Violation
-    from checker.trace import write_trace
+    from checker.trace import _publish, _same_trace, action_to_json, write_trace
 
     try:
         path = replay_path(harness.model, d.actions, d.init)
@@ -531,13 +606,41 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"replaying the diverging path in the model raised {_exc(e)}") from e
     v = Violation("Conformance", "conformance", path, message=d.summary)
+    directory = Path(directory)
     try:
-        return write_trace(directory, family_ref=family_ref, model=harness.model, config=harness.config,
-                           preset=preset, violation=v, engine="conform", command=command, properties=[],
-                           label=label)
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".kmc-conform-") as tmp:
+            draft = write_trace(tmp, family_ref=family_ref, model=harness.model, config=harness.config,
+                                preset=preset, violation=v, engine="conform", command=command, properties=[],
+                                label=label)
+            doc = json.loads(draft.read_text(encoding="utf-8"))
+        if d.kind == EXTRA and d.extra is not None:
+            doc["probe"] = [action_to_json(d.extra)]
+        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        same = _same_trace(doc)
+        stem = draft.stem
+        n = 1
+        while True:
+            target = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+            if not target.exists() and _publish(directory, target, text):
+                return target
+            if same(target):
+                return target
+            n += 1
     except OSError as e:
         raise UsageError(f"cannot write a trace to '{directory}': {e.strerror or e}; "
                          f"choose another directory with --traces-dir DIR") from None
+
+
+def probe_actions(path: str | Path) -> list[Action]:
+    """The actions a saved conformance trace asks the implementation about (``probe``)."""
+    from checker.trace import action_from_json
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        return [action_from_json(a) for a in doc.get("probe", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"trace file '{path}': field 'probe' must be a list of actions {{name, args}}; "
+                         f"re-create the trace with kmc conform") from None
 
 
 # --------------------------------------------------------------------- covering set

@@ -21,6 +21,9 @@ with logs of records (offset, epoch, payload), a leader id and epoch held by a
   (Append, Append with max_writes=2: 2 steps).
 - ``replicate-crash``: Replicate raises when the follower's log is empty after a
   failover (Failover, Append, Replicate: 3 steps).
+- ``failover-unbounded``: the implementation offers a failover when none is left
+  (caught only when the harness probes the actions the model does not enable:
+  after Failover, 1 step).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any, Mapping, NamedTuple
 
 from checker.model import Model, ModelFamily, Parameter, Preset, action
 
-BUGS = ("none", "no-epoch-bump", "hw-past-follower", "truncate-off-by-one", "append-budget", "replicate-crash")
+BUGS = ("none", "no-epoch-bump", "hw-past-follower", "truncate-off-by-one", "append-budget", "replicate-crash",
+        "failover-unbounded")
 
 
 class PairState(NamedTuple):
@@ -150,7 +154,7 @@ class PairSystem:
         if act.name == "AdvanceHw":
             return min(n.end_offset() for n in self.nodes) > self.high_watermark
         if act.name == "Failover":
-            return self.failovers > 0
+            return self.failovers > 0 or self.bug == "failover-unbounded"
         return False
 
     def apply(self, act) -> None:

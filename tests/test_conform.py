@@ -13,7 +13,7 @@ import pytest
 
 from checker.config import resolve
 from checker.conform import (
-    INITIAL, RAISED, REFUSED, STATE, Harness, NotInModel, covering_set, fewest_steps, random_walks, save,
+    EXTRA, INITIAL, RAISED, REFUSED, STATE, Harness, NotInModel, covering_set, fewest_steps, random_walks, save,
     shrink,
 )
 from checker.graph import explore
@@ -160,6 +160,23 @@ def test_injected_bug_is_caught_at_its_step_and_shrunk_to_the_minimum(bug):
     assert any(h.run(acts, init) is not None for init, acts in cover.traces)
 
 
+def test_probing_catches_an_action_only_the_implementation_enables():
+    path = [APPEND, FAILOVER, APPEND]
+    cfg = resolve(FAMILY, "tiny", {"bug": "failover-unbounded"})
+    model = FAMILY.build(cfg)
+    assert Harness(model, PairSystem, cfg).run(path) is None          # without a vocabulary: unseen
+    vocabulary = [a for _, a, _ in explore(model).edges]
+    h = Harness(model, PairSystem, cfg, vocabulary=vocabulary)
+    d = h.run(path, source="hand-made")
+    assert (d.kind, d.step, d.extra, d.actions) == (EXTRA, 2, FAILOVER, (APPEND, FAILOVER))
+    assert d.render().startswith("DIVERGENCE after step 2 of hand-made: the implementation enables Failover()")
+    assert [j for j, _, _ in d.context] == [1, 2]
+    small = shrink(h, d)
+    assert small.actions == (FAILOVER,) and small.kind == EXTRA and small.step == 1
+    assert h.run(path[:2]) is None              # each model state is probed once per harness ...
+    assert shrink(h, d).actions == (FAILOVER,)  # ... except while shrinking
+
+
 def test_initial_state_divergence():
     class Late(PairSystem):
         def __init__(self, config):
@@ -216,6 +233,17 @@ def test_cli_divergence_is_shrunk_saved_and_reproduces(tmp_path):
     (tmp_path / "fixed.json").write_text(json.dumps(fixed))
     ok = kmc("conform", tmp_path / "fixed.json")
     assert ok.returncode == 0 and "conforms (2 steps)" in ok.stdout
+
+
+def test_cli_probe_finds_an_extra_action_and_the_trace_keeps_it(tmp_path):
+    r = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--traces-dir", tmp_path, "--quiet")
+    assert r.returncode == 1 and "after step 1" in r.stdout and "enables Failover()" in r.stdout, r.stdout
+    saved = next(tmp_path.glob("*.json"))
+    assert json.loads(saved.read_text())["probe"] == [{"name": "Failover", "args": {}}]
+    assert kmc("conform", saved, "--traces-dir", tmp_path).returncode == 1
+    assert kmc("conform", saved, "--no-probe").returncode == 0
+    ok = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--no-probe", "--known", "nowhere")
+    assert ok.returncode == 0 and "verdict: CONFORMS" in ok.stdout
 
 
 def test_cli_trace_that_no_longer_fits_the_model(tmp_path):

@@ -56,6 +56,10 @@ def register(sub: Any, fmt: Any) -> None:
                    help=f"refuse a state graph larger than N states (default {DEFAULT_MAX_STATES})")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where a shrunk diverging trace is saved (default: traces/); never overwritten")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not ask the implementation about the actions the model does NOT enable in a state "
+                        "(by default it is asked, once per state, about every action of the state graph, or "
+                        "of the trace's states, and one it enables is a divergence)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_conform)
 
@@ -75,7 +79,7 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
     """Everything needed to replay one trace file; bad input raises UsageError."""
     from checker.cli import _build, load_family
     from checker.config import resolve
-    from checker.conform import load_implementation
+    from checker.conform import load_implementation, probe_actions
     from checker.trace import load_trace
 
     trace = load_trace(path)
@@ -90,7 +94,7 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
     except UsageError as e:
         raise UsageError(f"trace file '{path}': its config no longer fits model family {ref!r}: {e}") from None
     return {"trace": trace, "family": family, "ref": ref, "config": config, "model": _build(family, config),
-            "impl": load_implementation(family, ref)}
+            "impl": load_implementation(family, ref), "probe": probe_actions(path)}
 
 
 def cmd_conform(args: argparse.Namespace, command: str) -> int:
@@ -120,7 +124,8 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     from checker.fingerprint import fingerprint, format_fingerprint
 
     trace, model = case["trace"], case["model"]
-    harness = Harness(model, case["impl"], case["config"])
+    harness = Harness(model, case["impl"], case["config"], vocabulary=[] if args.no_probe else case["probe"],
+                      probe_path=not args.no_probe)
     want = trace.steps[0].fingerprint
     init = next((s for s in harness_inits(harness) if format_fingerprint(fingerprint(model, s)).lower() == want), None)
     actions = [s.action for s in trace.steps[1:]]
@@ -168,7 +173,8 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     from checker.conform import save, shrink
 
     if not args.quiet:
-        print(f"conform: shrinking the diverging path ({len(d.actions)} steps)", file=sys.stderr, flush=True)
+        n = len(d.actions)
+        print(f"conform: shrinking the diverging path ({n} step{'s' if n != 1 else ''})", file=sys.stderr, flush=True)
     small = shrink(harness, d)
     if given is not None and list(small.actions) == list(given[1]):
         path: Any = given[0]
@@ -231,7 +237,8 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     corpus.extend(known)
     sys.stdout.flush()
 
-    harness = Harness(model, impl, config)
+    vocabulary = [] if args.no_probe else [a for _, a, _ in graph.edges]
+    harness = Harness(model, impl, config, vocabulary=vocabulary)
     t1 = time.monotonic()
     steps = 0
     for i, (source, init, acts) in enumerate(corpus):
@@ -247,7 +254,10 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             return _report(harness, d, args, command, ref, args.preset, label)
         steps += len(acts)
     t_replay = time.monotonic() - t1
-    print(f"replayed {len(corpus)} traces, {steps} steps: all conform ({t_replay:.1f} s)")
+    probed = (f"; in each of {len(harness.probed)} states, the {len(harness.vocabulary)} actions of the graph "
+              f"the model does not enable there were refused ({harness.probes} questions)"
+              if harness.vocabulary else "")
+    print(f"replayed {len(corpus)} traces, {steps} steps: all conform{probed} ({t_replay:.1f} s)")
     walk_steps = 0
     if args.walks:
         t2 = time.monotonic()
