@@ -15,6 +15,7 @@ The contract between the harness and an adapter::
         def apply(self, act: checker.model.Action) -> None        # perform it (raise on internal failure)
         def observe(self) -> Any                                  # the abstraction function: plain data (dict / list / int / str / bool / None)
         ignored: Mapping[str, str] = {}                           # implementation fields the projection leaves out, and why
+        bounded: Mapping[str, str] = {}                           # (optional, added later) action names the model bounds and the implementation does not (fault budgets), and why: not probed
 
     Model side: Model.observe(state) -> Any, new optional contract method in checker/model.py;
     its default is checker.conform.plain(state): NamedTuple → dict by field name,
@@ -24,6 +25,12 @@ The contract between the harness and an adapter::
 
 Observations are compared as JSON-canonical data: the key order of a dict does not
 matter, a tuple equals a list, but ``True`` is not ``1``.
+
+``bounded`` is the one addition to the agreed contract (announced in COORD.md): the
+harness also *probes* a state with actions the model does not enable there, and an
+implementation that enables one diverges; but a model bounds some actions only to
+keep its state space finite (``max_crashes``...), which an implementation does not
+and should not know, so actions with those names are not probed.
 
 What is checked (``Harness.run``): the implementation starts from ``config``; its
 observation must equal the model's initial state's.  Before each step the action must
@@ -428,6 +435,7 @@ class Harness:
                              for j in range(max(1, last - CONTEXT), last)]
             return d
 
+        bounded: set | None = None
         vocabulary = self.vocabulary
         if self.probe_path:
             vocabulary = list(dict.fromkeys([*vocabulary, *(a for st in states
@@ -435,6 +443,8 @@ class Harness:
 
         def probe(impl: Any, i: int) -> Divergence | None:
             if not vocabulary:
+                return None
+            if bounded is None:
                 return None
             if self.probed is not None:
                 h = fp(states[i])
@@ -466,8 +476,11 @@ class Harness:
 
         try:
             impl = self.factory(self.config)
+            bounded = set(getattr(impl, "bounded", None) or ())
         except Exception as e:  # noqa: BLE001
             return diverge(RAISED, 0, detail=f"building it raised {_exc(e)}")
+        if bounded:
+            vocabulary = [a for a in vocabulary if a.name not in bounded]
         _, d = impl_obs(impl, 0)
         if d or (d := probe(impl, 0)):
             return d

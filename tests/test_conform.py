@@ -176,6 +176,10 @@ def test_probing_catches_an_action_only_the_implementation_enables():
     assert h.run(path[:2]) is None              # each model state is probed once per harness ...
     assert shrink(h, d).actions == (FAILOVER,)  # ... except while shrinking
 
+    class Bounded(PairSystem):
+        bounded = {"Failover": "the model bounds failovers (max_failovers); the implementation does not"}
+    assert Harness(model, Bounded, cfg, vocabulary=vocabulary).run(path) is None
+
 
 def test_initial_state_divergence():
     class Late(PairSystem):
@@ -236,14 +240,14 @@ def test_cli_divergence_is_shrunk_saved_and_reproduces(tmp_path):
 
 
 def test_cli_probe_finds_an_extra_action_and_the_trace_keeps_it(tmp_path):
-    r = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--traces-dir", tmp_path, "--quiet")
+    ok = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--known", "nowhere")
+    assert ok.returncode == 0 and "verdict: CONFORMS" in ok.stdout        # not probed by default
+    r = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--probe", "--traces-dir", tmp_path, "--quiet")
     assert r.returncode == 1 and "after step 1" in r.stdout and "enables Failover()" in r.stdout, r.stdout
     saved = next(tmp_path.glob("*.json"))
     assert json.loads(saved.read_text())["probe"] == [{"name": "Failover", "args": {}}]
-    assert kmc("conform", saved, "--traces-dir", tmp_path).returncode == 1
-    assert kmc("conform", saved, "--no-probe").returncode == 0
-    ok = kmc("conform", *MODEL, "--preset", "failover-unbounded", "--no-probe", "--known", "nowhere")
-    assert ok.returncode == 0 and "verdict: CONFORMS" in ok.stdout
+    assert kmc("conform", saved, "--traces-dir", tmp_path).returncode == 1     # the trace probes by itself
+    assert list(tmp_path.glob("*.json")) == [saved]
 
 
 def test_cli_trace_that_no_longer_fits_the_model(tmp_path):

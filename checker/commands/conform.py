@@ -56,10 +56,11 @@ def register(sub: Any, fmt: Any) -> None:
                    help=f"refuse a state graph larger than N states (default {DEFAULT_MAX_STATES})")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where a shrunk diverging trace is saved (default: traces/); never overwritten")
-    p.add_argument("--no-probe", action="store_true",
-                   help="do not ask the implementation about the actions the model does NOT enable in a state "
-                        "(by default it is asked, once per state, about every action of the state graph, or "
-                        "of the trace's states, and one it enables is a divergence)")
+    p.add_argument("--probe", action="store_true",
+                   help="also ask the implementation, once per state, about every action of the state graph (or "
+                        "of the trace's states) that the model does NOT enable there: one it enables is a "
+                        "divergence; actions the adapter declares 'bounded' (the model's fault budgets) are "
+                        "not asked about. A trace saved from such a divergence probes its action by itself")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_conform)
 
@@ -124,8 +125,7 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     from checker.fingerprint import fingerprint, format_fingerprint
 
     trace, model = case["trace"], case["model"]
-    harness = Harness(model, case["impl"], case["config"], vocabulary=[] if args.no_probe else case["probe"],
-                      probe_path=not args.no_probe)
+    harness = Harness(model, case["impl"], case["config"], vocabulary=case["probe"], probe_path=args.probe)
     want = trace.steps[0].fingerprint
     init = next((s for s in harness_inits(harness) if format_fingerprint(fingerprint(model, s)).lower() == want), None)
     actions = [s.action for s in trace.steps[1:]]
@@ -237,7 +237,7 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     corpus.extend(known)
     sys.stdout.flush()
 
-    vocabulary = [] if args.no_probe else [a for _, a, _ in graph.edges]
+    vocabulary = [a for _, a, _ in graph.edges] if args.probe else []
     harness = Harness(model, impl, config, vocabulary=vocabulary)
     t1 = time.monotonic()
     steps = 0
@@ -254,9 +254,8 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             return _report(harness, d, args, command, ref, args.preset, label)
         steps += len(acts)
     t_replay = time.monotonic() - t1
-    probed = (f"; in each of {len(harness.probed)} states, the {len(harness.vocabulary)} actions of the graph "
-              f"the model does not enable there were refused ({harness.probes} questions)"
-              if harness.vocabulary else "")
+    probed = (f"; in each of {len(harness.probed)} states, the actions of the graph the model does not enable "
+              f"there were refused ({harness.probes} questions)" if harness.vocabulary else "")
     print(f"replayed {len(corpus)} traces, {steps} steps: all conform{probed} ({t_replay:.1f} s)")
     walk_steps = 0
     if args.walks:
