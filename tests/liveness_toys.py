@@ -159,6 +159,8 @@ class LivenessToys(ModelFamily):
         "lasso": Preset("lasso", "relay with unbounded drops: Delivered fails (Send, Drop for ever)", {}),
         "bounded": Preset("bounded", "relay with 2 drops: Delivered holds", {"drops": 2}),
         "flap": Preset("flap", "Finish fair: the flapping cycle is not fair, Done holds", {"toy": "flap"}),
+        "flap-unfair": Preset("flap-unfair", "Finish unfair: Done fails (Flap for ever)",
+                              {"toy": "flap", "fair": False}),
         "stutter": Preset("stutter", "Grant unfair: the request may never be granted",
                           {"toy": "grant", "fair": False}),
     }
