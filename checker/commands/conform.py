@@ -126,12 +126,11 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
 
     trace, model = case["trace"], case["model"]
     harness = Harness(model, case["impl"], case["config"], vocabulary=case["probe"], probe_path=args.probe)
-    want = trace.steps[0].fingerprint
-    init = next((s for s in harness_inits(harness) if format_fingerprint(fingerprint(model, s)).lower() == want), None)
+    init = _initial(model, trace)
     actions = [s.action for s in trace.steps[1:]]
     n = len(actions)
     if init is None:
-        print(f"{path}: the recorded initial state is not an initial state of the model")
+        print(f"{path}: the recorded initial state is not an initial state of the model, which has several")
         _fail(f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
         return EXIT_FAIL
     try:
@@ -156,13 +155,20 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     return _report(harness, d, args, command, case["ref"], trace.preset, label, given=(path, actions))
 
 
-def harness_inits(harness: Any) -> list:
+def _initial(model: Any, trace: Any) -> Any:
+    """The initial state a trace starts from: the one with its step-0 fingerprint, or
+    the model's only one (a model change may have changed every fingerprint; what
+    conformance replays is the actions).  None when neither is there."""
     from checker.errors import ModelError
+    from checker.fingerprint import fingerprint, format_fingerprint
     try:
-        return list(harness.model.init_states())
+        inits = list(model.init_states())
     except Exception as e:  # noqa: BLE001
         from checker.trace import _exc
         raise ModelError(f"init_states() raised {_exc(e)}") from e
+    want = trace.steps[0].fingerprint
+    found = next((s for s in inits if format_fingerprint(fingerprint(model, s)).lower() == want), None)
+    return found if found is not None or len(inits) != 1 else inits[0]
 
 
 def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: str, preset: str | None,
@@ -297,9 +303,7 @@ def _known_traces(directory: str, family: Any, ref: str, config: dict) -> list:
             continue
         if model is None:
             model = family.build(config)
-        from checker.fingerprint import fingerprint, format_fingerprint
-        init = next((s for s in model.init_states()
-                     if format_fingerprint(fingerprint(model, s)).lower() == trace.steps[0].fingerprint), None)
+        init = _initial(model, trace)
         if init is None:
             continue
         out.append((str(path), init, [s.action for s in trace.steps[1:]]))
