@@ -1,0 +1,96 @@
+"""`kmc graph`: the explored state graph as GraphML (read back with networkx) and
+DOT, and its refusals (unknown format, too large, an existing output file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+
+from checker.bfs import check
+from checker.config import resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA = ["--model", "spec.family:FAMILY"]
+TOYS = ["--model", "tests.liveness_toys:FAMILY"]
+
+
+def kmc(*args, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KMC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def one_line_error(r, needle=""):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith("kmc: error: ") and "(reproduce: kmc graph" in lines[0], lines[0]
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def test_tiny_as_graphml_reads_back(tmp_path):
+    out = tmp_path / "tiny.graphml"
+    r = kmc("graph", *KAFKA, "--preset", "tiny", "--format", "graphml", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "1340 states, 2759 transitions, 1 initial, depth 18" in r.stderr
+    g = nx.read_graphml(out, force_multigraph=True)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (1340, 2759)
+    assert [n for n, d in g.nodes(data=True) if d["initial"]] == ["0"]
+    assert max(d["depth"] for _n, d in g.nodes(data=True)) == 18
+    # Every edge is an action, as many of each as the BFS engine counts.
+    from spec.family import FAMILY
+    counts = check(FAMILY.build(resolve(FAMILY, "tiny", {}))).stats.action_counts
+    assert Counter(d["action"] for _u, _v, d in g.edges(data=True)) == Counter(counts)
+    first = next(d for u, v, d in g.edges(data=True) if u == "0" and v == "1")
+    assert first["label"] == "CrashBroker(broker=0)" and json.loads(first["args"]) == {"broker": 0}
+    assert first["fair"] is False                     # a fault
+    state = json.loads(g.nodes["0"]["state"])        # the whole describe() view
+    assert state["zk"]["controller"] == -1 and g.nodes["1"]["label"].startswith("#1\n")
+
+
+def test_toy_as_dot(tmp_path):
+    r = kmc("graph", *TOYS, "--preset", "bounded", "--set", "drops=1", "--format", "dot")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert text.startswith('digraph "relay" {') and text.rstrip().endswith("}")
+    nodes = re.findall(r"^  (\d+) \[label=", text, re.M)
+    edges = re.findall(r'^  (\d+) -> (\d+) \[label="([^"]*)"(, style=dashed)?\];', text, re.M)
+    assert nodes == [str(i) for i in range(6)]
+    assert edges == [("0", "1", "Send()", ""), ("1", "2", "Deliver()", ""), ("1", "3", "Drop()", ", style=dashed"),
+                     ("3", "4", "Send()", ""), ("4", "5", "Deliver()", "")]
+    assert '0 [label="#0 initial\\l", peripheries=2' in text
+    assert '3 [label="#3\\ldrops_left=0\\l"]' in text
+
+
+def test_tiny_as_dot(tmp_path):
+    out = tmp_path / "tiny.dot"
+    assert kmc("graph", *KAFKA, "--preset", "tiny", "--format", "dot", "-o", out).returncode == 0
+    text = out.read_text()
+    assert len(re.findall(r"^  \d+ \[label=", text, re.M)) == 1340
+    assert len(re.findall(r"^  \d+ -> \d+ \[", text, re.M)) == 2759
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    one_line_error(kmc("graph", *TOYS, "--format", "svg"), "unknown choice 'svg'; choose one of dot, graphml")
+    one_line_error(kmc("graph", *KAFKA, "--preset", "small", "--format", "dot"),
+                   "more than 2000 states, too many for dot")
+    line = one_line_error(kmc("graph", *KAFKA, "--preset", "tiny", "--format", "graphml", "--max-states", "100"),
+                          "more than 100 states")
+    assert "choose a smaller preset or raise --max-states (now 100)" in line
+    out = tmp_path / "mine.dot"
+    out.write_text("what the user wrote")
+    one_line_error(kmc("graph", *TOYS, "--format", "dot", "-o", out), "exists; it is not overwritten")
+    assert out.read_text() == "what the user wrote"
+    one_line_error(kmc("graph", *TOYS, "--format", "dot", "-o", tmp_path / "no" / "x.dot"), "does not exist")
+    assert kmc("graph", *TOYS, "--format", "dot", "-o", out, "--force").returncode == 0
+    assert out.read_text().startswith('digraph "relay"')
+    assert list(tmp_path.glob(".kmc-graph-*")) == []
