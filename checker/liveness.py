@@ -365,6 +365,7 @@ class CheckRun:
             raise UsageError(f"eventually propert{'y' if one else 'ies'} {', '.join(self.explicit)} cannot be "
                              f"checked here: {why.replace('they need', 'it needs' if one else 'they need')}; {fix}")
         if why:
+            why = why.replace("they need", "it needs" if len(self.props) == 1 else "they need")
             self.skipped = f"{names} not checked: {why} ({fix})"
 
     @property
