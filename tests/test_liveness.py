@@ -190,7 +190,8 @@ def test_same_lasso_whatever_the_hash_seed(tmp_path):
         r = kmc("check", *KAFKA, "--preset", "zombie", "--property", "EventuallyLeaderElected", "--json",
                 "--quiet", "--traces-dir", tmp_path / seed, seed=seed)
         assert r.returncode == 1, r.stderr
-        runs.append([s["fingerprint"] for s in json.loads(Path(json.loads(r.stdout)["trace_path"]).read_text())["steps"]])
+        trace = json.loads(Path(json.loads(r.stdout)["trace_path"]).read_text())
+        runs.append([s["fingerprint"] for s in trace["steps"]])
     assert runs[0] == runs[1]
 
 
@@ -203,7 +204,7 @@ def kafka(preset, **overrides):
 
 def test_kafka_leader_eventually_elected_on_tiny():
     m = kafka("tiny")
-    assert [p.name for p in m.properties() if p.kind == "eventually"] == ["EventuallyLeaderElected"]
+    assert "EventuallyLeaderElected" in [p.name for p in m.properties() if p.kind == "eventually"]
     assert not m.fair(action("CrashBroker", broker=0)) and m.fair(action("BrokerFailure", controller=0, broker=1))
     assert lassos(m) == []
 
