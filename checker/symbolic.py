@@ -1,0 +1,656 @@
+"""Symbolic models for z3: inductive proofs (``prove``) and bounded model checking (``bmc``).
+
+The explicit engines enumerate states, so they stop at a few brokers.  A *symbolic*
+model describes the same system with z3 terms instead: a frame of state variables, an
+initial predicate, actions as guarded updates, and invariants as z3 predicates.  Two
+engines work on it:
+
+- :func:`prove` asks, for every action ``a``, whether ``J ∧ T_a ⇒ J'`` is valid, where
+  ``J`` is the conjunction of the invariants to prove, the model's well-formedness
+  predicate (``TypeOK``) and any user lemmas.  If every action preserves ``J`` and the
+  initial states satisfy it, ``J`` holds in every reachable state, for any number of
+  steps.  Otherwise z3's model is a *counterexample to induction* (CTI): a state that
+  satisfies ``J``, an action, and a successor that does not.  A CTI need not be
+  reachable: it may only say that ``J`` is too weak (strengthen it with a lemma).
+- :func:`bmc` unrolls ``K`` steps from the initial states and looks for a violation,
+  shortest first.  A violation is decoded into the *explicit* model's actions and
+  replayed there (the caller does that with :func:`to_explicit`), so a counterexample
+  is only reported once both encodings agree on it.
+
+The contract is small and knows nothing of any particular system:
+
+- ``frame(tag)`` returns a :class:`Frame`: named z3 constants for one state;
+- ``init(f)``, ``wellformed(f)`` are z3 predicates over a frame;
+- ``actions()`` lists :class:`SymAction` instances: concrete parameters (a broker
+  number...) plus optional symbolic parameters (a request's fields), a guard, and an
+  update (the variables it changes, as z3 terms over the frame and parameters), and a
+  decoder to explicit :class:`checker.model.Action` values;
+- ``invariants()`` lists :class:`SymInvariant` s, state or step predicates;
+- ``describe(ev, f)`` is a readable view of a frame under a z3 model, keyed like the
+  explicit model's ``describe`` so that :mod:`checker.trace` can render and diff it;
+- ``abstract(state, f)`` (optional) relates an explicit state to a frame, used to
+  confirm a CTI on a reachable explicit state.
+
+A two-bit counter that must stay below 3, proved for every reachable state::
+
+    >>> import z3
+    >>> from checker.model import action
+    >>> class Counter(SymbolicModel):
+    ...     def frame(self, tag):
+    ...         return Frame(tag, [("x", z3.IntSort())])
+    ...     def init(self, f):
+    ...         return f["x"] == 0
+    ...     def actions(self):
+    ...         return [SymAction("Inc", (), guard=lambda f, p: f["x"] < 2,
+    ...                           update=lambda f, p: {"x": f["x"] + 1},
+    ...                           explicit=lambda ev, f, p: [action("Inc")])]
+    ...     def invariants(self):
+    ...         return [SymInvariant("Small", lambda f: And(f["x"] >= 0, f["x"] <= 2))]
+    ...     def describe(self, ev, f):
+    ...         return {"x": ev(f["x"])}
+    >>> And = z3.And
+    >>> prove(Counter(), ["Small"]).proved
+    True
+    >>> bmc(Counter(), 5, ["Small"]).violation is None
+    True
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+import z3
+
+from checker.errors import ModelError, UsageError
+from checker.model import Action
+
+__all__ = ["Frame", "SymAction", "SymInvariant", "SymbolicModel", "lemma", "load_lemmas", "prove", "bmc",
+           "ProofResult", "Cti", "BmcResult", "to_explicit", "confirm_cti", "TYPE_OK"]
+
+TYPE_OK = "TypeOK"
+
+
+class Frame:
+    """The state variables of one frame: z3 constants named ``<var>@<tag>``, in a
+    fixed order.  ``f[name]`` is the constant; models usually subclass it to add
+    accessors (``f.zk[p].leader``...)."""
+
+    def __init__(self, tag: Any, variables: Sequence[tuple[str, z3.SortRef]]) -> None:
+        self.tag = tag
+        self.vars: dict[str, z3.ExprRef] = {}
+        self._names: dict[int, str] = {}
+        for name, sort in variables:
+            self.var(name, sort)
+
+    def var(self, name: str, sort: z3.SortRef) -> z3.ExprRef:
+        """Declare one more variable (in declaration order) and return its constant."""
+        if name in self.vars:
+            raise ModelError(f"symbolic frame: variable {name!r} declared twice")
+        c = z3.Const(f"{name}@{self.tag}", sort)
+        self.vars[name] = c
+        self._names[c.get_id()] = name
+        return c
+
+    def __getitem__(self, name: str) -> z3.ExprRef:
+        return self.vars[name]
+
+    def name_of(self, const: z3.ExprRef) -> str:
+        """The variable name of one of this frame's constants (for updates)."""
+        try:
+            return self._names[const.get_id()]
+        except KeyError:
+            raise ModelError(f"symbolic frame: {const} is not a variable of frame {self.tag!r}") from None
+
+
+@dataclass(frozen=True)
+class SymAction:
+    """One action instance: the explicit action ``name`` with concrete ``args``.
+
+    ``params`` are symbolic parameters ``(name, sort)`` chosen by the solver (e.g. the
+    fields of the request delivered).  ``guard(f, p)`` and ``update(f, p)`` take the
+    frame and a dict of parameter constants; ``update`` returns ``{variable name:
+    new value}`` for the variables the action may change (the others keep their
+    value).  ``explicit(ev, f, p)`` returns the explicit actions this step stands for,
+    where ``f`` and ``p`` are the pre-frame and the parameter constants of the step and
+    ``ev(term)`` evaluates a term to a Python value; usually one action, or a short
+    fixed sequence.
+    """
+
+    name: str
+    args: tuple
+    guard: Callable[[Any, Mapping[str, z3.ExprRef]], z3.BoolRef]
+    update: Callable[[Any, Mapping[str, z3.ExprRef]], Mapping[str, z3.ExprRef]]
+    explicit: Callable[..., list[Action]]
+    params: tuple = ()
+
+    @property
+    def label(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
+        return f"{self.name}({inner})"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class SymInvariant:
+    """A named z3 predicate: ``predicate(f)`` for a state invariant, or
+    ``predicate(f, act, params, g)`` for a step invariant over the transition from
+    ``f`` to ``g`` by ``act`` (a :class:`SymAction`) with parameter constants ``params``."""
+
+    name: str
+    predicate: Callable[..., z3.BoolRef]
+    rationale: str = ""
+    step: bool = False
+
+
+def lemma(name: str, predicate: Callable[[Any], z3.BoolRef], rationale: str = "") -> SymInvariant:
+    """A strengthening lemma for ``kmc prove --lemmas FILE``: a state predicate over
+    the model's frame, proved together with the invariants."""
+    return SymInvariant(name, predicate, rationale, step=False)
+
+
+class SymbolicModel:
+    """Base class of a symbolic model; see the module docstring for the contract."""
+
+    name: str = "symbolic"
+
+    def frame(self, tag: Any) -> Frame:
+        raise NotImplementedError
+
+    def init(self, f: Frame) -> z3.BoolRef:
+        raise NotImplementedError
+
+    def wellformed(self, f: Frame) -> z3.BoolRef:
+        """TypeOK: the ranges every reachable state keeps (proved like any invariant)."""
+        return z3.BoolVal(True)
+
+    def actions(self) -> Sequence[SymAction]:
+        raise NotImplementedError
+
+    def invariants(self) -> Sequence[SymInvariant]:
+        return ()
+
+    def describe(self, ev: Callable[[z3.ExprRef], Any], f: Frame) -> Mapping[str, Any]:
+        return {name: ev(c) for name, c in f.vars.items()}
+
+    def abstract(self, state: Any, f: Frame) -> z3.BoolRef:
+        """The explicit ``state`` as a constraint on frame ``f`` (optional)."""
+        raise NotImplementedError
+
+    def coverage(self) -> str:
+        """One line: what part of the explicit model the encoding covers."""
+        return ""
+
+    # Optional: ``bounded(steps)`` returns an equivalent model for runs of at most
+    # ``steps`` steps that may use a cheaper, finite representation; bmc uses it.
+
+
+# ----------------------------------------------------------------------- helpers
+
+def py(v: z3.ExprRef) -> Any:
+    """A z3 value (from ``model.eval``) as a Python int / bool; other terms as text."""
+    if z3.is_true(v):
+        return True
+    if z3.is_false(v):
+        return False
+    if z3.is_int_value(v):
+        return v.as_long()
+    if z3.is_bv_value(v):
+        return v.as_long()
+    return str(v)
+
+
+class Evaluator:
+    """``ev(term)``: a term's value under a z3 model, as a Python value; ``ev.model``
+    is the model itself (for arrays and other values that need walking)."""
+
+    def __init__(self, m: z3.ModelRef) -> None:
+        self.model = m
+
+    def __call__(self, t: z3.ExprRef) -> Any:
+        return py(self.model.eval(t, model_completion=True))
+
+
+def evaluator(m: z3.ModelRef) -> Evaluator:
+    return Evaluator(m)
+
+
+def _params(act: SymAction, tag: Any) -> dict[str, z3.ExprRef]:
+    return {n: z3.Const(f"{act.name}.{n}@{tag}", s) for n, s in act.params}
+
+
+def _by_name(acts: Sequence[SymAction]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, a in enumerate(acts):
+        out.setdefault(a.name, []).append(i)
+    return out
+
+
+class _Step:
+    """The transition from frame f to frame g over a set of action instances, chosen by
+    a selector constant: each variable of g is an if-then-else over the instances that
+    change it.  Parameters are shared by the instances of one action name (only one
+    instance is chosen)."""
+
+    def __init__(self, model: SymbolicModel, acts: Sequence[SymAction], idx: Sequence[int], f: Frame, g: Frame,
+                 tag: Any) -> None:
+        self.acts, self.idx, self.f, self.g = acts, list(idx), f, g
+        self.sel = z3.Int(f"action@{tag}")
+        self.params: dict[str, dict[str, z3.ExprRef]] = {}
+        for i in self.idx:
+            a = acts[i]
+            if a.name not in self.params:
+                self.params[a.name] = _params(a, tag)
+        constraints = [z3.Or([self.sel == i for i in self.idx])]
+        changes: dict[str, list[tuple[int, z3.ExprRef]]] = {}
+        for i in self.idx:
+            a = acts[i]
+            p = self.params[a.name]
+            try:
+                constraints.append(z3.Implies(self.sel == i, a.guard(f, p)))
+                upd = a.update(f, p)
+            except (UsageError, ModelError):
+                raise
+            except Exception as e:  # noqa: BLE001 - model code
+                raise ModelError(f"symbolic action {a.label}: building its guard/update raised {_exc(e)}") from e
+            for name, value in upd.items():
+                if name not in f.vars:
+                    raise ModelError(f"symbolic action {a.label} updates unknown variable {name!r}")
+                if z3.eq(value, f.vars[name]):
+                    continue
+                changes.setdefault(name, []).append((i, value))
+        for name, old in f.vars.items():
+            value = old
+            for i, new in reversed(changes.get(name, [])):
+                value = z3.If(self.sel == i, new, value)
+            constraints.append(g.vars[name] == value)
+        self.constraints = constraints
+
+    def params_of(self, i: int) -> dict[str, z3.ExprRef]:
+        return self.params[self.acts[i].name]
+
+
+def _state_pred(inv: SymInvariant, f: Frame) -> z3.BoolRef:
+    try:
+        return inv.predicate(f)
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"invariant {inv.name!r}: building its z3 predicate raised {_exc(e)}") from e
+
+
+def _step_violation(inv: SymInvariant, step: _Step) -> z3.BoolRef:
+    """Some chosen instance breaks step invariant ``inv`` (instances where it holds
+    trivially are left out)."""
+    parts = []
+    for i in step.idx:
+        a = step.acts[i]
+        try:
+            holds = z3.simplify(inv.predicate(step.f, a, step.params_of(i), step.g))
+        except (UsageError, ModelError):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"step invariant {inv.name!r} on {a.label}: building its predicate raised {_exc(e)}") from e
+        if z3.is_true(holds):
+            continue
+        parts.append(z3.And(step.sel == i, z3.Not(holds)))
+    return z3.Or(parts) if parts else z3.BoolVal(False)
+
+
+def _exc(e: BaseException) -> str:
+    from checker.trace import _exc as fmt
+    return fmt(e)
+
+
+def _solver(timeout_s: float | None) -> z3.Solver:
+    s = z3.Solver()
+    if timeout_s:
+        s.set("timeout", int(timeout_s * 1000))
+    return s
+
+
+def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInvariant]:
+    """The model's invariants named in ``names`` (UsageError for an unknown one)."""
+    from checker.config import suggest
+    known = {inv.name: inv for inv in model.invariants()}
+    out = []
+    for n in names:
+        if n not in known:
+            raise UsageError(f"invariant {n!r} has no symbolic encoding{suggest(n, list(known))} "
+                             f"(encoded: {', '.join(known) or 'none'})")
+        if known[n] not in out:
+            out.append(known[n])
+    return out
+
+
+# ------------------------------------------------------------------------ lemmas
+
+_counter = itertools.count(1)
+
+
+def load_lemmas(path: str | os.PathLike, *, existing: Iterable[str] = ()) -> list[SymInvariant]:
+    """Run the Python file at ``path`` and return the lemmas it binds at module level
+    (``Name = lemma("Name", lambda f: ..., "why")``), in definition order.  Any problem
+    is a one-line ``UsageError`` naming the file."""
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise UsageError(f"lemmas file '{name}' {what}; give the path of a Python file to --lemmas")
+    try:
+        code = compile(p.read_bytes(), str(p), "exec")
+    except SyntaxError as e:
+        where = f" line {e.lineno}" if e.lineno else ""
+        raise UsageError(f"lemmas file '{name}'{where}: SyntaxError: {e.msg}; fix the Python syntax") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read lemmas file '{name}' ({e}); give a readable .py file") from None
+    modname = f"_kmc_lemmas_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(modname, p)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[modname] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as e:  # noqa: BLE001 - a user's file may raise anything
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        sys.modules.pop(modname, None)
+        line = ""
+        for fr in reversed(traceback.extract_tb(e.__traceback__)):
+            if fr.filename == str(p):
+                line = f" line {fr.lineno}"
+                break
+        raise UsageError(f"lemmas file '{name}'{line} raised {type(e).__name__}: {e}; "
+                         f"fix the file so that it runs") from None
+    found = [v for v in module.__dict__.values() if isinstance(v, SymInvariant)]
+    if not found:
+        raise UsageError(f"lemmas file '{name}' defines no lemma; write e.g. "
+                         f"`Name = lemma(\"Name\", lambda f: ..., \"why\")` (from checker.symbolic import lemma)")
+    taken = set(existing)
+    for lem in found:
+        if lem.step:
+            raise UsageError(f"lemmas file '{name}': {lem.name!r} is a step predicate; lemmas are state predicates")
+        if lem.name in taken:
+            raise UsageError(f"lemmas file '{name}': lemma {lem.name!r} clashes with an invariant or another "
+                             f"lemma of that name; rename it")
+        taken.add(lem.name)
+    return found
+
+
+# ------------------------------------------------------------------------- prove
+
+@dataclass
+class Cti:
+    """A counterexample to induction: ``before`` satisfies every conjunct, ``action``
+    leads to ``after``, which breaks ``broken`` (a state conjunct, or a step invariant
+    on this transition)."""
+
+    broken: str
+    action: SymAction
+    explicit: list[Action]
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    initial: bool = False        # the initial states break it (no action)
+
+
+@dataclass
+class ProofResult:
+    proved: bool
+    invariants: list[str]
+    conjuncts: list[str]          # everything assumed and proved together (TypeOK, lemmas...)
+    cti: Cti | None = None
+    unknown: str | None = None    # z3 gave up on an action: why
+    seconds: float = 0.0
+    queries: list[tuple[str, str, float]] = field(default_factory=list)  # (action name, answer, seconds)
+
+
+def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInvariant] = (),
+          progress: TextIO | None = None, timeout: float | None = None) -> ProofResult:
+    """Prove the invariants ``names`` inductive, together with ``TypeOK`` and ``lemmas``.
+
+    Every state conjunct is assumed before the step and checked after it; every step
+    invariant named is checked on the step.  One z3 query per action name (its
+    instances are chosen by a selector), in the model's action order, so the first
+    CTI found is the same on every run.
+    """
+    start = time.perf_counter()
+    targets = select_invariants(model, names)
+    type_ok = SymInvariant(TYPE_OK, model.wellformed, "the ranges of every state variable")
+    conj = [type_ok, *[t for t in targets if not t.step], *lemmas]
+    steps = [t for t in targets if t.step]
+    result = ProofResult(False, [t.name for t in targets], [c.name for c in conj])
+    f, g = model.frame(0), model.frame(1)
+
+    # base case: the initial states satisfy every state conjunct
+    s = _solver(timeout)
+    s.add(model.init(f))
+    bad = [(c, z3.Not(_state_pred(c, f))) for c in conj]
+    s.add(z3.Or([b for _, b in bad]))
+    answer = s.check()
+    if answer == z3.sat:
+        m = s.model()
+        ev = evaluator(m)
+        broken = next(c.name for c, b in bad if z3.is_true(m.eval(b, model_completion=True)))
+        view = model.describe(ev, f)
+        result.cti = Cti(broken, SymAction("init", (), lambda f, p: z3.BoolVal(True), lambda f, p: {},
+                                           lambda ev, f, p: []), [], view, view, initial=True)
+        result.seconds = time.perf_counter() - start
+        return result
+    if answer == z3.unknown:
+        result.unknown = f"initial states: {s.reason_unknown()}"
+        result.seconds = time.perf_counter() - start
+        return result
+
+    acts = list(model.actions())
+    pre = [_state_pred(c, f) for c in conj]
+    post = [(c.name, _state_pred(c, g)) for c in conj]
+    for aname, idx in _by_name(acts).items():
+        t0 = time.perf_counter()
+        step = _Step(model, acts, idx, f, g, 0)
+        s = _solver(timeout)
+        s.add(*pre)
+        s.add(*step.constraints)
+        checks = [(n, z3.Not(p)) for n, p in post] + [(inv.name, _step_violation(inv, step)) for inv in steps]
+        s.add(z3.Or([b for _, b in checks]))
+        answer = s.check()
+        dt = time.perf_counter() - t0
+        result.queries.append((aname, str(answer), dt))
+        if progress is not None:
+            verdict = {"unsat": "preserved", "sat": "NOT preserved", "unknown": "unknown"}[str(answer)]
+            print(f"prove: {aname} ({len(idx)} instance{'s' if len(idx) != 1 else ''}): {verdict} "
+                  f"({dt:.2f} s)", file=progress, flush=True)
+        if answer == z3.unsat:
+            continue
+        if answer == z3.unknown:
+            result.unknown = f"{aname}: {s.reason_unknown()}"
+            break
+        m = s.model()
+        ev = evaluator(m)
+        i = m.eval(step.sel, model_completion=True).as_long()
+        broken = next(n for n, b in checks if z3.is_true(m.eval(b, model_completion=True)))
+        act = acts[i]
+        result.cti = Cti(broken, act, _decode(act, ev, f, step.params_of(i)), model.describe(ev, f),
+                         model.describe(ev, g))
+        break
+    result.proved = result.cti is None and result.unknown is None
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _decode(act: SymAction, ev: Callable[[z3.ExprRef], Any], f: Frame, params: Mapping) -> list[Action]:
+    try:
+        return list(act.explicit(ev, f, params))
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"symbolic action {act.label}: decoding it to explicit actions raised {_exc(e)}") from e
+
+
+# --------------------------------------------------------------------------- bmc
+
+@dataclass
+class BmcViolation:
+    property: str
+    depth: int                       # symbolic steps
+    steps: list[SymAction]           # the chosen instances
+    actions: list[Action]            # the explicit actions they stand for
+    views: list[Mapping[str, Any]]   # the symbolic frames, decoded
+
+
+@dataclass
+class BmcResult:
+    violation: BmcViolation | None
+    depth: int                       # deepest unrolling checked
+    seconds: float
+    per_depth: list[tuple[int, float]] = field(default_factory=list)
+    unknown: str | None = None
+
+
+def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress: TextIO | None = None,
+        timeout: float | None = None) -> BmcResult:
+    """Look for a violation of the invariants ``names`` within ``max_steps`` steps.
+
+    Depth 0 (the initial states) first, then one more step at a time, with one
+    incremental solver; at each depth the invariants are tried in the order given,
+    so the violation reported is a shortest one and the same on every run.
+    """
+    start = time.perf_counter()
+    if hasattr(model, "bounded"):
+        model = model.bounded(max_steps)
+    invs = select_invariants(model, names)
+    acts = list(model.actions())
+    every = list(range(len(acts)))
+    s = _solver(timeout)
+    frames = [model.frame(0)]
+    s.add(model.init(frames[0]))
+    steps: list[_Step] = []
+    result = BmcResult(None, 0, 0.0)
+    for k in range(max_steps + 1):
+        t0 = time.perf_counter()
+        if k > 0:
+            g = model.frame(k)
+            step = _Step(model, acts, every, frames[-1], g, k - 1)
+            s.add(*step.constraints)
+            frames.append(g)
+            steps.append(step)
+        for inv in invs:
+            if inv.step:
+                if k == 0:
+                    continue
+                bad = _step_violation(inv, steps[-1])
+            else:
+                bad = z3.Not(_state_pred(inv, frames[-1]))
+            s.push()
+            s.add(bad)
+            answer = s.check()
+            if answer == z3.sat:
+                m = s.model()
+                ev = evaluator(m)
+                chosen_idx = [m.eval(st.sel, model_completion=True).as_long() for st in steps]
+                chosen = [acts[i] for i in chosen_idx]
+                explicit: list[Action] = []
+                for st, i in zip(steps, chosen_idx):
+                    explicit.extend(_decode(acts[i], ev, st.f, st.params_of(i)))
+                views = [model.describe(ev, fr) for fr in frames]
+                s.pop()
+                result.violation = BmcViolation(inv.name, k, chosen, explicit, views)
+                result.depth = k
+                result.per_depth.append((k, time.perf_counter() - t0))
+                result.seconds = time.perf_counter() - start
+                if progress is not None:
+                    print(f"bmc: depth {k}: {inv.name} violated ({time.perf_counter() - t0:.2f} s)",
+                          file=progress, flush=True)
+                return result
+            s.pop()
+            if answer == z3.unknown:
+                result.unknown = f"depth {k}, {inv.name}: {s.reason_unknown()}"
+                result.seconds = time.perf_counter() - start
+                return result
+        dt = time.perf_counter() - t0
+        result.depth = k
+        result.per_depth.append((k, dt))
+        if progress is not None:
+            print(f"bmc: depth {k}: no violation ({dt:.2f} s, {time.perf_counter() - start:.1f} s in all)",
+                  file=progress, flush=True)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# ---------------------------------------------------------- explicit agreement
+
+def to_explicit(explicit_model: Any, actions: Sequence[Action], prop: Any) -> tuple[list, str | None]:
+    """Replay ``actions`` on the explicit model and re-check ``prop`` (a
+    :class:`checker.model.Property`) on the last state or transition.
+
+    Returns ``(path, None)`` when the path replays and violates ``prop`` (the two
+    encodings agree), else ``(path so far, reason)``.
+    """
+    from checker.bfs import replay_path
+    try:
+        path = replay_path(explicit_model, actions)
+    except ModelError as e:
+        return [], str(e)
+    if prop.step:
+        holds = bool(prop.predicate(path[-2].state, path[-1].action, path[-1].state)) if len(path) > 1 else True
+    else:
+        holds = bool(prop.predicate(path[-1].state))
+    if holds:
+        where = "transition" if prop.step else "state"
+        return path, f"the explicit model replays every step but {prop.name} holds on its last {where}"
+    return path, None
+
+
+def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequence[str],
+                lemmas: Sequence[SymInvariant] = (), max_states: int = 200_000) -> tuple[list, Action] | None:
+    """Look among the explicit model's reachable states for a CTI of the same kind:
+    a reachable state ``s`` and an enabled explicit action named like the CTI's, that
+    break ``cti.broken`` explicitly, and on which the symbolic encoding agrees (z3
+    finds the abstraction of ``s`` satisfies every conjunct and its symbolic step
+    breaks the same invariant).  Returns ``(path to s, action)`` or None.
+
+    States are visited in breadth-first order, so the path is a shortest one.
+    """
+    from checker.graph import explore
+    props = {p.name: p for p in explicit_model.properties()}
+    prop = props.get(cti.broken)
+    if prop is None or cti.initial:
+        return None
+    graph = explore(explicit_model, max_states=max_states)
+    acts = [a for a in model.actions() if a.name == cti.action.name]
+    type_ok = SymInvariant(TYPE_OK, model.wellformed)
+    targets = select_invariants(model, names)
+    conj = [type_ok, *[t for t in targets if not t.step], *lemmas]
+    f, g = model.frame("r0"), model.frame("r1")
+    step = _Step(model, acts, range(len(acts)), f, g, "r")
+    inv = next((t for t in targets if t.name == cti.broken), None)
+    for n, s in enumerate(graph.states):
+        for a in explicit_model.actions(s):
+            if a.name != cti.action.name:
+                continue
+            t = explicit_model.next_state(s, a)
+            broken = not (prop.predicate(s, a, t) if prop.step else prop.predicate(t))
+            if not broken:
+                continue
+            solver = z3.Solver()
+            solver.add(model.abstract(s, f), model.abstract(t, g))
+            solver.add(*[_state_pred(c, f) for c in conj])
+            solver.add(*step.constraints)
+            if inv is not None and inv.step:
+                solver.add(_step_violation(inv, step))
+            else:
+                c = next(c for c in conj if c.name == cti.broken)
+                solver.add(z3.Not(_state_pred(c, g)))
+            if solver.check() == z3.sat:
+                return graph.path_to(n), a
+    return None

@@ -1,0 +1,998 @@
+"""The Kafka controller model as z3 terms, for ``kmc prove`` and ``kmc bmc``.
+
+The explicit model (spec/controller.py, broker.py, faults.py) is the reference; this
+module restates the same rules over one frame of z3 variables, so that z3 can reason
+about 5, 7 or 9 brokers at once.  Broker sets (ISRs, liveness) are bit-vectors of N
+bits; epochs, versions and session numbers are integers; the requests in flight to a
+broker are a set, a z3 array from a ``LeaderAndIsr`` record to Bool.
+
+What is covered: every action the explicit model can take when there is no data path
+(``max_records=0``), no controlled shutdown (``max_controlled_shutdowns=0``) and no
+topic deletion (``max_topic_deletions=0``): CrashBroker, RestartBroker, ExpireSession,
+RegisterBroker, Resign, ElectController, BrokerFailure, BrokerStartup, ElectLeader
+(strategies new, offline clean and unclean, preferred), RemoveReplicaFromIsr,
+IsrChangeNotification, DeliverLeaderAndIsr, ShrinkIsr and ExpandIsr, with both
+fencing flags.  Other configurations are refused with a one-line error, so a proof is
+never silently about a smaller model.  Each symbolic step is exactly one explicit
+action with the same name and arguments, which is what lets a BMC counterexample be
+replayed on the explicit model (``kmc replay``): that replay is the check that the two
+encodings agree.  Ghost state is not encoded: it feeds only the ``sometimes``
+witnesses, which are not proved here.
+
+Lemmas for ``kmc prove --lemmas FILE`` are state predicates over a :class:`KFrame`;
+see examples/lemmas.py.  The frame's fields mirror spec/state.py::
+
+    f.zk_controller, f.zk_epoch, f.session[b]
+    f.zk[p]                    .leader .leader_epoch .isr (bit-vector) .controller_epoch .version
+    f.alive[b], f.seen[b]      (controller_epoch_seen), f.view[b][p] (a LeaderIsr as above)
+    f.in_flight(b, pred)       every request in flight to b satisfies pred(req) (a ForAll)
+    f.ctx[b]                   .has .epoch .live[x] .cache[p] .pstate[p] .rstate[p][i]
+    f.budget[name]
+
+>>> from spec.config import KafkaConfig
+>>> from checker.symbolic import prove
+>>> prove(KafkaSymbolic(KafkaConfig(brokers=3)), ["ControllerEpochFencing"]).proved
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import z3
+
+from checker.model import action
+from checker.symbolic import Frame, SymAction, SymbolicModel, SymInvariant
+from spec.state import (
+    NEW_PARTITION, NEW_REPLICA, NO_LEADER, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION,
+    OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED,
+    REPLICA_DELETION_SUCCESSFUL, LeaderAndIsr,
+)
+from spec.statemachines import PARTITION_PREVIOUS, REPLICA_PREVIOUS
+
+PSTATES = (NON_EXISTENT_PARTITION, NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION)
+RSTATES = (NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
+           REPLICA_DELETION_INELIGIBLE, NON_EXISTENT_REPLICA)
+P_NEW, P_ONLINE, P_OFFLINE = (PSTATES.index(x) for x in (NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION))
+R_NEW, R_ONLINE, R_OFFLINE, R_STARTED, R_INELIGIBLE = (RSTATES.index(x) for x in (
+    NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_STARTED, REPLICA_DELETION_INELIGIBLE))
+
+BUDGET = ("crashes", "session_expiries", "controller_failovers", "isr_shrinks", "unclean_elections")
+
+COVERAGE = ("every action of the explicit model without the data path, controlled shutdown or topic deletion; "
+            "one symbolic step is one explicit action")
+
+
+def unsupported(cfg) -> str | None:
+    """Why the symbolic encoding does not cover ``cfg`` (None if it does)."""
+    if cfg.max_records > 0:
+        return "the data path (max_records > 0) is not encoded symbolically; set max_records=0"
+    if cfg.max_controlled_shutdowns > 0:
+        return "controlled shutdown is not encoded symbolically; set max_controlled_shutdowns=0"
+    if cfg.max_topic_deletions > 0:
+        return "topic deletion is not encoded symbolically; set max_topic_deletions=0"
+    if getattr(cfg, "reassignments", ""):
+        return "partition reassignment is not encoded symbolically yet; set reassignments=''"
+    return None
+
+
+# ---------------------------------------------------------------------- bit sets
+
+def bit(x: int, n: int) -> z3.BitVecRef:
+    return z3.BitVecVal(1 << x, n)
+
+
+def mask(xs, n: int) -> z3.BitVecRef:
+    return z3.BitVecVal(sum(1 << x for x in set(xs)), n)
+
+
+def member(x, bv: z3.BitVecRef) -> z3.BoolRef:
+    """Broker ``x`` (an int or an Int term) is in the set ``bv``."""
+    n = bv.size()
+    if isinstance(x, int):
+        return z3.Extract(x, x, bv) == 1 if 0 <= x < n else z3.BoolVal(False)
+    return z3.Or([z3.And(x == b, z3.Extract(b, b, bv) == 1) for b in range(n)])
+
+
+def subset(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BoolRef:
+    return a & ~b == 0
+
+
+def members(v: int, n: int) -> tuple:
+    return tuple(b for b in range(n) if v >> b & 1)
+
+
+class _Request(NamedTuple):
+    controller_epoch: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    version: int
+
+
+class LI(NamedTuple):
+    """A LeaderIsr as z3 terms (zk, a broker's view, a controller's cache, a request)."""
+
+    leader: Any
+    leader_epoch: Any
+    isr: Any
+    controller_epoch: Any
+    version: Any
+
+
+class Ctx(NamedTuple):
+    has: Any
+    epoch: Any
+    live: tuple
+    cache: tuple
+    pstate: tuple
+    rstate: tuple
+
+
+class KFrame(Frame):
+    """One Kafka state as z3 constants (see the module docstring for the fields)."""
+
+    def __init__(self, enc: "KafkaSymbolic", tag: Any) -> None:
+        super().__init__(tag, [])
+        n, np_, ar = enc.n, enc.np, enc.ar
+        self.enc, self.n, self.partitions, self.ar = enc, n, np_, ar
+        I, B, BV = z3.IntSort(), z3.BoolSort(), z3.BitVecSort(n)
+
+        def li(prefix: str) -> LI:
+            return LI(self.var(f"{prefix}.leader", I), self.var(f"{prefix}.leader_epoch", I),
+                      self.var(f"{prefix}.isr", BV), self.var(f"{prefix}.controller_epoch", I),
+                      self.var(f"{prefix}.version", I))
+
+        self.zk_controller = self.var("zk.controller", I)
+        self.zk_epoch = self.var("zk.controller_epoch", I)
+        self.session = tuple(self.var(f"zk.session[{b}]", I) for b in range(n))
+        self.zk = tuple(li(f"zk.partition[{p}]") for p in range(np_))
+        self.alive = tuple(self.var(f"broker[{b}].alive", B) for b in range(n))
+        self.seen = tuple(self.var(f"broker[{b}].controller_epoch_seen", I) for b in range(n))
+        self.view = tuple(tuple(li(f"broker[{b}].partition[{p}]") for p in range(np_)) for b in range(n))
+        if enc.slots is None:
+            self.inbox = tuple(self.var(f"broker[{b}].in_flight", z3.ArraySort(enc.Req, B)) for b in range(n))
+        else:
+            # slot j of (b, p) holds the request sent to b for p at step j, if any
+            self.slot = tuple(tuple(tuple(
+                (self.var(f"broker[{b}].in_flight[{p}][{j}]", B), li(f"broker[{b}].in_flight[{p}][{j}]"))
+                for j in range(enc.slots)) for p in range(np_)) for b in range(n))
+        ctxs = []
+        for b in range(n):
+            pre = f"broker[{b}].ctx"
+            ctxs.append(Ctx(self.var(pre, B), self.var(f"{pre}.epoch", I),
+                            tuple(self.var(f"{pre}.live[{x}]", I) for x in range(n)),
+                            tuple(li(f"{pre}.partition[{p}]") for p in range(np_)),
+                            tuple(self.var(f"{pre}.partition_state[{p}]", I) for p in range(np_)),
+                            tuple(tuple(self.var(f"{pre}.replica_state[{p}][{r}]", I) for r in ar[p])
+                                  for p in range(np_))))
+        self.ctx = tuple(ctxs)
+        self.budget = {k: self.var(f"budget.{k}", I) for k in BUDGET}
+
+    def in_flight(self, b: int, pred: Callable[[int, LI], z3.BoolRef]) -> z3.BoolRef:
+        """Every LeaderAndIsr in flight to broker ``b`` for a partition p satisfies
+        ``pred(p, req)`` (``req`` an :class:`LI` whose ``controller_epoch`` is the
+        request's); a quantified formula over the set of requests."""
+        if self.enc.slots is not None:
+            return z3.And([z3.Implies(valid, pred(p, li)) for p in range(self.partitions)
+                           for valid, li in self.slot[b][p]])
+        r = z3.Const(f"req_{b}", self.enc.Req)
+        Req = self.enc.Req
+        view = LI(Req.leader(r), Req.leader_epoch(r), Req.isr(r), Req.controller_epoch(r), Req.version(r))
+        body = z3.And([z3.Implies(Req.partition(r) == p, pred(p, view)) for p in range(self.partitions)]
+                      + [z3.And(Req.partition(r) >= 0, Req.partition(r) < self.partitions)])
+        return z3.ForAll([r], z3.Implies(self.inbox[b][r], body), patterns=[self.inbox[b][r]])
+
+
+class _U:
+    """Updates of a frame's variables, keyed by name for the generic engine."""
+
+    def __init__(self, f: KFrame) -> None:
+        self.f, self.d = f, {}
+
+    def __setitem__(self, const, value) -> None:
+        self.d[self.f.name_of(const)] = value
+
+    def li(self, old: LI, new: LI) -> None:
+        for o, v in zip(old, new):
+            self[o] = v
+
+
+def _if_li(c, a: LI, b: LI) -> LI:
+    return LI(*(z3.If(c, x, y) for x, y in zip(a, b)))
+
+
+def _first(ar, conds) -> Any:
+    """The first replica of ``ar`` whose condition holds (NO_LEADER if none)."""
+    out: Any = z3.IntVal(NO_LEADER)
+    for r, c in reversed(list(zip(ar, conds))):
+        out = z3.If(c, z3.IntVal(r), out)
+    return out
+
+
+def _max(a, b):
+    return z3.If(a >= b, a, b)
+
+
+class KafkaSymbolic(SymbolicModel):
+    """The symbolic encoding of one configuration (a ``spec.config.KafkaConfig``)."""
+
+    name = "kafka-controller-symbolic"
+
+    def __init__(self, cfg, slots: int | None = None) -> None:
+        why = unsupported(cfg)
+        if why:
+            raise ValueError(why)
+        self.cfg, self.slots = cfg, slots
+        self.n, self.np = cfg.brokers, cfg.partitions
+        self.ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
+        dt = z3.Datatype(f"LeaderAndIsr{self.n}")
+        dt.declare("req", ("controller_epoch", z3.IntSort()), ("partition", z3.IntSort()),
+                   ("leader", z3.IntSort()), ("leader_epoch", z3.IntSort()), ("isr", z3.BitVecSort(self.n)),
+                   ("version", z3.IntSort()))
+        self.Req = dt.create()
+        self.empty = z3.K(self.Req, z3.BoolVal(False))
+        self._actions: list[SymAction] | None = None
+
+    def coverage(self) -> str:
+        return COVERAGE
+
+    def bounded(self, steps: int) -> "KafkaSymbolic":
+        """For BMC: the requests in flight as one slot per step (the request sent to a
+        broker for a partition at step j, at most one), instead of an array.  Exact
+        for runs of at most ``steps`` steps, and much cheaper for z3."""
+        return KafkaSymbolic(self.cfg, slots=max(steps, 1))
+
+    def frame(self, tag: Any) -> KFrame:
+        return KFrame(self, tag)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def no_state(self) -> LI:
+        return LI(z3.IntVal(NO_LEADER), z3.IntVal(-1), z3.BitVecVal(0, self.n), z3.IntVal(-1), z3.IntVal(-1))
+
+    def req(self, ce, p: int, li: LI) -> z3.ExprRef:
+        return self.Req.req(ce, z3.IntVal(p), li.leader, li.leader_epoch, li.isr, li.version)
+
+    def _is_no_state(self, li: LI) -> z3.BoolRef:
+        return z3.And([a == b for a, b in zip(li, self.no_state())])
+
+    # -- init and TypeOK ----------------------------------------------------------------
+
+    def init(self, f: KFrame) -> z3.BoolRef:
+        cfg = self.cfg
+        c = [f.zk_controller == NO_LEADER, f.zk_epoch == 0]
+        c += [s == 1 for s in f.session]
+        for p in range(self.np):
+            c.append(self._is_no_state(f.zk[p]))
+        for b in range(self.n):
+            c += [f.alive[b], f.seen[b] == 0, z3.Not(f.ctx[b].has), self._no_requests(f, b)]
+            c += [self._is_no_state(f.view[b][p]) for p in range(self.np)]
+        start = {"crashes": cfg.max_crashes, "session_expiries": cfg.max_session_expiries,
+                 "controller_failovers": cfg.max_controller_failovers, "isr_shrinks": cfg.max_isr_shrinks,
+                 "unclean_elections": cfg.max_unclean_elections if cfg.unclean_leader_election else 0}
+        c += [f.budget[k] == start[k] for k in BUDGET]
+        return z3.And(c)
+
+    def wellformed(self, f: KFrame) -> z3.BoolRef:
+        """TypeOK: ranges that need nothing about the requests in flight."""
+        n = self.n
+        c = [f.zk_controller >= NO_LEADER, f.zk_controller < n, f.zk_epoch >= 0]
+        c += [s != 0 for s in f.session]
+        for p in range(self.np):
+            z = f.zk[p]
+            c += [z.leader >= NO_LEADER, z.leader < n, z.version >= -1]
+        for b in range(n):
+            c += [f.seen[b] >= 0]
+            ctx = f.ctx[b]
+            c += [x >= 0 for x in ctx.live]
+            for p in range(self.np):
+                c += [ctx.pstate[p] >= 0, ctx.pstate[p] < len(PSTATES)]
+                c += [z3.And(r >= 0, r < len(RSTATES)) for r in ctx.rstate[p]]
+        c += [f.budget[k] >= 0 for k in BUDGET]
+        return z3.And(c)
+
+    # -- actions -------------------------------------------------------------------------
+
+    def actions(self) -> list[SymAction]:
+        if self._actions is None:
+            self._actions = self._build_actions()
+        return self._actions
+
+    def _build_actions(self) -> list[SymAction]:
+        n, np_ = self.n, self.np
+        out: list[SymAction] = []
+        B = range(n)
+        for b in B:
+            out.append(self._crash(b))
+        for b in B:
+            out.append(self._restart(b))
+        for b in B:
+            out.append(self._expire(b))
+        for b in B:
+            out.append(self._register(b))
+        for b in B:
+            out.append(self._resign(b))
+        for b in B:
+            out.append(self._elect_controller(b))
+        for c in B:
+            for x in B:
+                out.append(self._broker_failure(c, x))
+        for c in B:
+            for x in B:
+                out.append(self._broker_startup(c, x))
+        strategies = ["new", "offline"] + (["preferred"] if self.cfg.preferred_election else [])
+        for c in B:
+            for p in range(np_):
+                for st in strategies:
+                    out.append(self._elect_leader(c, p, st))
+        for c in B:
+            for p in range(np_):
+                for r in self.ar[p]:
+                    out.append(self._remove_from_isr(c, p, r))
+        for c in B:
+            for p in range(np_):
+                out.append(self._isr_notification(c, p))
+        for b in B:
+            for p in range(np_):
+                for j in ([None] if self.slots is None else range(self.slots)):
+                    out.append(self._deliver(b, p, j))
+        for b in B:
+            for p in range(np_):
+                for fo in self.ar[p]:
+                    if fo != b:
+                        out.append(self._shrink(b, p, fo))
+        for b in B:
+            for p in range(np_):
+                for fo in self.ar[p]:
+                    if fo != b:
+                        out.append(self._expand(b, p, fo))
+        return out
+
+    # faults (spec/faults.py)
+
+    def _may_fail(self, f: KFrame, b: int):
+        return z3.Or(f.zk_controller != b, f.budget["controller_failovers"] > 0)
+
+    def _crash(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(f.alive[b], f.budget["crashes"] > 0, self._may_fail(f, b))
+
+        def update(f, p):
+            u = _U(f)
+            was = f.zk_controller == b
+            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, 1, 0)
+            u[f.budget["crashes"]] = f.budget["crashes"] - 1
+            u[f.session[b]] = z3.If(f.session[b] > 0, -f.session[b], f.session[b])
+            u[f.zk_controller] = z3.If(was, NO_LEADER, f.zk_controller)
+            u[f.alive[b]] = z3.BoolVal(False)
+            u[f.seen[b]] = z3.IntVal(0)
+            for q in range(self.np):
+                u.li(f.view[b][q], self.no_state())
+            self._drop_requests(f, u, b)
+            u[f.ctx[b].has] = z3.BoolVal(False)
+            return u.d
+        return SymAction("CrashBroker", (("broker", b),), guard, update, lambda ev, f, p: [action("CrashBroker", broker=b)])
+
+    def _restart(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.Not(f.alive[b])
+
+        def update(f, p):
+            u = _U(f)
+            u[f.alive[b]] = z3.BoolVal(True)
+            u[f.session[b]] = z3.If(f.session[b] < 0, -f.session[b], f.session[b]) + 1
+            return u.d
+        return SymAction("RestartBroker", (("broker", b),), guard, update,
+                         lambda ev, f, p: [action("RestartBroker", broker=b)])
+
+    def _expire(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(f.alive[b], f.session[b] > 0, f.budget["session_expiries"] > 0, self._may_fail(f, b))
+
+        def update(f, p):
+            u = _U(f)
+            was = f.zk_controller == b
+            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, 1, 0)
+            u[f.budget["session_expiries"]] = f.budget["session_expiries"] - 1
+            u[f.session[b]] = -f.session[b]
+            u[f.zk_controller] = z3.If(was, NO_LEADER, f.zk_controller)
+            return u.d
+        return SymAction("ExpireSession", (("broker", b),), guard, update,
+                         lambda ev, f, p: [action("ExpireSession", broker=b)])
+
+    def _register(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(f.alive[b], f.session[b] <= 0)
+
+        def update(f, p):
+            u = _U(f)
+            u[f.session[b]] = z3.If(f.session[b] < 0, -f.session[b], f.session[b]) + 1
+            return u.d
+        return SymAction("RegisterBroker", (("broker", b),), guard, update,
+                         lambda ev, f, p: [action("RegisterBroker", broker=b)])
+
+    def _resign(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(f.alive[b], f.ctx[b].has, f.zk_controller != b)
+
+        def update(f, p):
+            u = _U(f)
+            u[f.ctx[b].has] = z3.BoolVal(False)
+            return u.d
+        return SymAction("Resign", (("broker", b),), guard, update, lambda ev, f, p: [action("Resign", broker=b)])
+
+    # controller (spec/controller.py)
+
+    def _watching(self, f: KFrame, c: int):
+        return z3.And(f.zk_controller == c, f.ctx[c].has, f.alive[c])
+
+    def _live(self, f: KFrame, c: int, x: int):
+        return f.ctx[c].live[x] > 0
+
+    # the requests in flight: an array (prove) or one slot per step (bmc)
+
+    def _no_requests(self, f: KFrame, b: int):
+        if self.slots is None:
+            return f.inbox[b] == self.empty
+        return z3.And([z3.Not(valid) for q in range(self.np) for valid, _li in f.slot[b][q]])
+
+    def _drop_requests(self, f: KFrame, u: "_U", b: int) -> None:
+        if self.slots is None:
+            u[f.inbox[b]] = self.empty
+        else:
+            for q in range(self.np):
+                for valid, _li in f.slot[b][q]:
+                    u[valid] = z3.BoolVal(False)
+
+    def _send(self, f: KFrame, u: "_U", inbox: dict, target: int, q: int, cond, ce, li: LI) -> None:
+        """Add LeaderAndIsr(ce, q, li) to ``target``'s requests in flight when ``cond``
+        holds.  Array updates collect in ``inbox`` (``_flush`` writes them); a slot is
+        the pre-frame's step number, and a step sends at most one request per broker
+        and partition."""
+        if self.slots is None:
+            req = self.req(ce, q, li)
+            cur = inbox.get(target, f.inbox[target])
+            inbox[target] = z3.Store(cur, req, True) if z3.is_true(cond) else z3.If(cond, z3.Store(cur, req, True), cur)
+            return
+        valid, slot = f.slot[target][q][f.tag]
+        if (target, q) in inbox:
+            raise AssertionError(f"two requests to broker {target} for partition {q} in one step")
+        inbox[(target, q)] = True
+        u[valid] = cond
+        u.li(slot, LI(li.leader, li.leader_epoch, li.isr, ce, li.version))
+
+    def _flush(self, f: KFrame, u: "_U", inbox: dict) -> None:
+        if self.slots is None:
+            for r, v in inbox.items():
+                u[f.inbox[r]] = v
+
+    def _elect_controller(self, b: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(f.zk_controller == NO_LEADER, f.alive[b], z3.Not(f.ctx[b].has), f.session[b] > 0)
+
+        def update(f, p):
+            u = _U(f)
+            ctx = f.ctx[b]
+            epoch = f.zk_epoch + 1
+            live = [z3.If(s > 0, s, 0) for s in f.session]
+            u[f.zk_controller] = z3.IntVal(b)
+            u[f.zk_epoch] = epoch
+            u[ctx.has] = z3.BoolVal(True)
+            u[ctx.epoch] = epoch
+            for x in range(self.n):
+                u[ctx.live[x]] = live[x]
+            inbox: dict = {}
+            for q in range(self.np):
+                z = f.zk[q]
+                u.li(ctx.cache[q], z)
+                leader_live = z3.Or([z3.And(z.leader == x, f.session[x] > 0) for x in range(self.n)])
+                u[ctx.pstate[q]] = z3.If(z.version == -1, P_NEW,
+                                         z3.If(z3.And(z.leader != NO_LEADER, leader_live), P_ONLINE, P_OFFLINE))
+                for i, r in enumerate(self.ar[q]):
+                    u[ctx.rstate[q][i]] = z3.If(f.session[r] > 0, R_ONLINE, R_INELIGIBLE)
+                for r in self.ar[q]:
+                    self._send(f, u, inbox, r, q, z3.And(z.version != -1, f.session[r] > 0), epoch, z)
+            self._flush(f, u, inbox)
+            return u.d
+        return SymAction("ElectController", (("broker", b),), guard, update,
+                         lambda ev, f, p: [action("ElectController", broker=b)])
+
+    def _broker_failure(self, c: int, x: int) -> SymAction:
+        def guard(f, p):
+            seen = f.ctx[c].live[x]
+            return z3.And(self._watching(f, c), seen > 0, f.session[x] != seen)
+
+        def update(f, p):
+            u = _U(f)
+            ctx = f.ctx[c]
+            u[ctx.live[x]] = z3.IntVal(0)
+            for q, ar in enumerate(self.ar):
+                if x not in ar:
+                    continue
+                i = ar.index(x)
+                rs = ctx.rstate[q][i]
+                u[rs] = z3.If(rs == R_STARTED, R_INELIGIBLE, rs)
+                ps = ctx.pstate[q]
+                u[ps] = z3.If(z3.And(ctx.cache[q].leader == x, z3.Or(ps == P_ONLINE, ps == P_NEW)), P_OFFLINE, ps)
+            return u.d
+        return SymAction("BrokerFailure", (("controller", c), ("broker", x)), guard, update,
+                         lambda ev, f, p: [action("BrokerFailure", controller=c, broker=x)])
+
+    def _broker_startup(self, c: int, x: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(self._watching(f, c), f.ctx[c].live[x] == 0, f.session[x] > 0)
+
+        def update(f, p):
+            u = _U(f)
+            ctx = f.ctx[c]
+            inbox: dict = {}
+            for q, ar in enumerate(self.ar):
+                if x not in ar:
+                    continue
+                i = ar.index(x)
+                rs = ctx.rstate[q][i]
+                u[rs] = z3.If(z3.Or(rs == R_OFFLINE, rs == R_INELIGIBLE, rs == R_NEW), R_ONLINE, rs)
+                cache = ctx.cache[q]
+                self._send(f, u, inbox, x, q, z3.And(cache.version != -1, ctx.pstate[q] == P_ONLINE),
+                           ctx.epoch, cache)
+            u[ctx.live[x]] = f.session[x]
+            self._flush(f, u, inbox)
+            return u.d
+        return SymAction("BrokerStartup", (("controller", c), ("broker", x)), guard, update,
+                         lambda ev, f, p: [action("BrokerStartup", controller=c, broker=x)])
+
+    def _election(self, f: KFrame, c: int, q: int, strategy: str):
+        """``(enabled, leader, isr, clean)`` of spec.election's strategy, as terms."""
+        n, ar = self.n, self.ar[q]
+        ctx = f.ctx[c]
+        z = f.zk[q]
+        live = [self._live(f, c, r) for r in range(n)]
+        livemask = z3.BitVecVal(0, n)
+        for r in range(n):
+            livemask = livemask | z3.If(live[r], bit(r, n), z3.BitVecVal(0, n))
+        if strategy == "new":
+            conds = [live[r] for r in ar]
+            isr = z3.BitVecVal(0, n)
+            for r in ar:
+                isr = isr | z3.If(live[r], bit(r, n), z3.BitVecVal(0, n))
+            ok = z3.And(ctx.pstate[q] == P_NEW, z.version == -1, ctx.cache[q].version == -1, z3.Or(conds))
+            return ok, _first(ar, conds), isr, z3.BoolVal(True)
+        if strategy == "offline":
+            clean_conds = [z3.And(live[r], member(r, z.isr)) for r in ar]
+            clean = z3.Or(clean_conds)
+            if self.cfg.unclean_leader_election:
+                unclean = z3.And(f.budget["unclean_elections"] > 0, z3.Or([live[r] for r in ar]))
+            else:
+                unclean = z3.BoolVal(False)
+            leader = z3.If(clean, _first(ar, clean_conds), _first(ar, [live[r] for r in ar]))
+            isr = z3.If(clean, z.isr & livemask, self._bit_of(leader))
+            return z3.And(ctx.pstate[q] == P_OFFLINE, z3.Or(clean, unclean)), leader, isr, clean
+        # preferred: never while the preferred replica shuts down (no controlled shutdown here)
+        pref = ar[0]
+        ok = z3.And(ctx.pstate[q] == P_ONLINE, z.leader != pref, live[pref], member(pref, z.isr))
+        return ok, z3.IntVal(pref), z.isr, z3.BoolVal(True)
+
+    def _bit_of(self, x) -> z3.BitVecRef:
+        n = self.n
+        out = z3.BitVecVal(0, n)
+        for b in range(n):
+            out = z3.If(x == b, bit(b, n), out)
+        return out
+
+    def _fenced(self, f: KFrame, c: int):
+        """conditional_write's controller-epoch condition (zk_epoch_fencing)."""
+        if not self.cfg.zk_epoch_fencing:
+            return z3.BoolVal(False)
+        return f.zk_epoch != f.ctx[c].epoch
+
+    def _write(self, f: KFrame, u: _U, inbox: dict, c: int, q: int, cond, leader, isr, targets) -> None:
+        """conditional_write (bump) when ``cond``, then LeaderAndIsr to ``targets``
+        (pairs of broker and condition)."""
+        z = f.zk[q]
+        ctx = f.ctx[c]
+        new = LI(leader, z.leader_epoch + 1, isr, ctx.epoch, z.version + 1)
+        u.li(z, _if_li(cond, new, z))
+        u.li(ctx.cache[q], _if_li(cond, new, ctx.cache[q]))
+        for r, rc in targets:
+            self._send(f, u, inbox, r, q, z3.And(cond, rc), ctx.epoch, new)
+
+    def _elect_leader(self, c: int, q: int, strategy: str) -> SymAction:
+        def guard(f, p):
+            ok = self._election(f, c, q, strategy)[0]
+            return z3.And(f.ctx[c].has, f.alive[c], ok)
+
+        def update(f, p):
+            u = _U(f)
+            ctx = f.ctx[c]
+            _ok, leader, isr, clean = self._election(f, c, q, strategy)
+            fenced = self._fenced(f, c)
+            written = z3.Not(fenced)
+            u[ctx.has] = written
+            inbox: dict = {}
+            self._write(f, u, inbox, c, q, written, leader, isr,
+                        [(r, self._live(f, c, r)) for r in self.ar[q]])
+            u[ctx.pstate[q]] = z3.If(written, P_ONLINE, ctx.pstate[q])
+            if strategy == "offline" and self.cfg.unclean_leader_election:
+                k = f.budget["unclean_elections"]
+                u[k] = z3.If(z3.And(written, z3.Not(clean)), k - 1, k)
+            self._flush(f, u, inbox)
+            return u.d
+
+        def explicit(ev, f, p):
+            _ok, leader, _isr, clean = self._election(f, c, q, strategy)
+            return [action("ElectLeader", controller=c, partition=q, leader=ev(leader), strategy=strategy,
+                           clean=bool(ev(clean)))]
+        return SymAction("ElectLeader", (("controller", c), ("partition", q), ("strategy", strategy)),
+                         guard, update, explicit)
+
+    def _remove_from_isr(self, c: int, q: int, r: int) -> SymAction:
+        i = self.ar[q].index(r)
+
+        def guard(f, p):
+            ctx = f.ctx[c]
+            rs = ctx.rstate[q][i]
+            return z3.And(ctx.has, f.alive[c], z3.Or(rs == R_ONLINE, rs == R_NEW), ctx.live[r] == 0)
+
+        def update(f, p):
+            u = _U(f)
+            ctx = f.ctx[c]
+            z = f.zk[q]
+            attempt = z3.And(member(r, z.isr), z.leader != r, z.leader != NO_LEADER)
+            fenced = z3.And(attempt, self._fenced(f, c))
+            written = z3.And(attempt, z3.Not(fenced))
+            u[ctx.has] = z3.Not(fenced)
+            inbox: dict = {}
+            self._write(f, u, inbox, c, q, written, z.leader, z.isr & ~bit(r, self.n),
+                        [(x, self._live(f, c, x)) for x in self.ar[q] if x != r])
+            rs = ctx.rstate[q][i]
+            u[rs] = z3.If(fenced, rs, R_OFFLINE)
+            self._flush(f, u, inbox)
+            return u.d
+        return SymAction("RemoveReplicaFromIsr", (("controller", c), ("partition", q), ("replica", r)), guard, update,
+                         lambda ev, f, p: [action("RemoveReplicaFromIsr", controller=c, partition=q, replica=r)])
+
+    def _isr_notification(self, c: int, q: int) -> SymAction:
+        def guard(f, p):
+            z, cache = f.zk[q], f.ctx[c].cache[q]
+            return z3.And(self._watching(f, c), z.version > cache.version, z.leader == cache.leader,
+                          z.leader_epoch == cache.leader_epoch)
+
+        def update(f, p):
+            u = _U(f)
+            u.li(f.ctx[c].cache[q], f.zk[q])
+            return u.d
+        return SymAction("IsrChangeNotification", (("controller", c), ("partition", q)), guard, update,
+                         lambda ev, f, p: [action("IsrChangeNotification", controller=c, partition=q)])
+
+    # brokers (spec/broker.py)
+
+    def delivered(self, f: KFrame, act: SymAction, p) -> LI:
+        """The request a DeliverLeaderAndIsr instance delivers (controller_epoch is the
+        request's), as terms over the pre-frame and the parameters."""
+        b, q, j = act.get("broker"), act.get("partition"), act.get("slot")
+        if j is not None:
+            return f.slot[b][q][j][1]
+        return LI(p["leader"], p["leader_epoch"], p["isr"], p["controller_epoch"], p["version"])
+
+    def _deliver(self, b: int, q: int, j: int | None = None) -> SymAction:
+        n = self.n
+        args: tuple = (("broker", b), ("partition", q))
+        if j is None:
+            params: tuple = (("controller_epoch", z3.IntSort()), ("leader", z3.IntSort()),
+                             ("leader_epoch", z3.IntSort()), ("isr", z3.BitVecSort(n)), ("version", z3.IntSort()))
+        else:
+            params, args = (), args + (("slot", j),)
+        act: SymAction
+
+        def req_of(f, p):
+            r = self.delivered(f, act, p)
+            return self.Req.req(r.controller_epoch, z3.IntVal(q), r.leader, r.leader_epoch, r.isr, r.version)
+
+        def guard(f, p):
+            if j is None:
+                return z3.And(f.alive[b], f.inbox[b][req_of(f, p)])
+            return z3.And(f.alive[b], f.slot[b][q][j][0])
+
+        def update(f, p):
+            u = _U(f)
+            r = self.delivered(f, act, p)
+            ce = r.controller_epoch
+            fenced = z3.BoolVal(False)
+            if self.cfg.controller_epoch_fencing:
+                fenced = ce < f.seen[b]
+            if j is None:
+                u[f.inbox[b]] = z3.Store(f.inbox[b], req_of(f, p), False)
+            else:
+                # the requests in flight are a set: every slot holding this request empties
+                for valid, other in f.slot[b][q]:
+                    same = z3.And([x == y for x, y in zip(other, r)]) if other is not r else z3.BoolVal(True)
+                    u[valid] = z3.And(valid, z3.Not(same))
+            u[f.seen[b]] = z3.If(fenced, f.seen[b], _max(f.seen[b], ce))
+            view = f.view[b][q]
+            applied = z3.And(z3.Not(fenced), r.leader_epoch > view.leader_epoch)
+            u.li(view, _if_li(applied, r, view))
+            return u.d
+
+        def explicit(ev, f, p):
+            r = self.delivered(f, act, p)
+            return [action("DeliverLeaderAndIsr", broker=b, partition=q, controller_epoch=ev(r.controller_epoch),
+                           leader=ev(r.leader), leader_epoch=ev(r.leader_epoch),
+                           isr=members(ev(r.isr), n), version=ev(r.version))]
+        act = SymAction("DeliverLeaderAndIsr", args, guard, update, explicit, params)
+        return act
+
+    def _isr_writer(self, f: KFrame, b: int, q: int):
+        view = f.view[b][q]
+        return z3.And(f.alive[b], view.leader == b, f.zk[q].version == view.version)
+
+    def _write_isr(self, f: KFrame, u: _U, b: int, q: int, isr) -> None:
+        view = f.view[b][q]
+        new = LI(view.leader, view.leader_epoch, isr, view.controller_epoch, view.version + 1)
+        u.li(f.zk[q], new)
+        u.li(view, new)
+
+    def _shrink(self, b: int, q: int, fo: int) -> SymAction:
+        def guard(f, p):
+            return z3.And(self._isr_writer(f, b, q), member(fo, f.view[b][q].isr), f.budget["isr_shrinks"] > 0)
+
+        def update(f, p):
+            u = _U(f)
+            self._write_isr(f, u, b, q, f.view[b][q].isr & ~bit(fo, self.n))
+            u[f.budget["isr_shrinks"]] = f.budget["isr_shrinks"] - 1
+            return u.d
+        return SymAction("ShrinkIsr", (("leader", b), ("partition", q), ("replica", fo)), guard, update,
+                         lambda ev, f, p: [action("ShrinkIsr", leader=b, partition=q, replica=fo)])
+
+    def _expand(self, b: int, q: int, fo: int) -> SymAction:
+        def guard(f, p):
+            mine, theirs = f.view[b][q], f.view[fo][q]
+            return z3.And(self._isr_writer(f, b, q), z3.Not(member(fo, mine.isr)), f.alive[fo],
+                          theirs.leader == b, theirs.leader_epoch == mine.leader_epoch)
+
+        def update(f, p):
+            u = _U(f)
+            self._write_isr(f, u, b, q, f.view[b][q].isr | bit(fo, self.n))
+            return u.d
+        return SymAction("ExpandIsr", (("leader", b), ("partition", q), ("replica", fo)), guard, update,
+                         lambda ev, f, p: [action("ExpandIsr", leader=b, partition=q, replica=fo)])
+
+    # -- invariants (spec/properties.py) ---------------------------------------------------
+
+    def invariants(self) -> list[SymInvariant]:
+        return [
+            SymInvariant("LeaderInIsr", self._leader_in_isr),
+            SymInvariant("IsrSubsetOfAssignedReplicas", self._isr_subset_of_ar),
+            SymInvariant("AtMostOneLeaderPerEpoch", self._one_leader_per_epoch),
+            SymInvariant("AtMostOneActiveController", self._one_active_controller),
+            SymInvariant("ControllerEpochFencing", self._controller_epoch_fencing, step=True),
+            SymInvariant("LegalStateTransitions", self._legal_transitions, step=True),
+            SymInvariant("EpochsMonotonic", self._epochs_monotonic, step=True),
+            SymInvariant("LeaderElectedFromIsr", self._leader_elected_from_isr, step=True),
+        ]
+
+    def _leader_in_isr(self, f: KFrame):
+        return z3.And([z3.Implies(z3.And(z.version != -1, z.leader != NO_LEADER), member(z.leader, z.isr))
+                       for z in f.zk])
+
+    def _isr_subset_of_ar(self, f: KFrame):
+        return z3.And([subset(f.zk[q].isr, mask(self.ar[q], self.n)) for q in range(self.np)])
+
+    def _one_leader_per_epoch(self, f: KFrame):
+        c = []
+        for q in range(self.np):
+            for b1 in range(self.n):
+                for b2 in range(b1 + 1, self.n):
+                    v1, v2 = f.view[b1][q], f.view[b2][q]
+                    c.append(z3.Not(z3.And(f.alive[b1], f.alive[b2], v1.leader == b1, v2.leader == b2,
+                                           v1.leader_epoch == v2.leader_epoch)))
+        return z3.And(c)
+
+    def _one_active_controller(self, f: KFrame):
+        active = [z3.And(f.alive[b], f.ctx[b].has, f.ctx[b].epoch == f.zk_epoch) for b in range(self.n)]
+        return z3.And([z3.Not(z3.And(active[i], active[j]))
+                       for i in range(self.n) for j in range(i + 1, self.n)])
+
+    def _zk_changed(self, f: KFrame, g: KFrame):
+        return z3.Or([a != b for q in range(self.np) for a, b in zip(f.zk[q], g.zk[q])])
+
+    def _controller_epoch_fencing(self, f: KFrame, act: SymAction, p, g: KFrame):
+        if act.name == "DeliverLeaderAndIsr":
+            b = act.get("broker")
+            changed = z3.Or([a != c for q in range(self.np) for a, c in zip(f.view[b][q], g.view[b][q])])
+            return z3.Not(z3.And(changed, self.delivered(f, act, p).controller_epoch < f.seen[b]))
+        c = act.get("controller")
+        if c is None:
+            return z3.BoolVal(True)
+        ctx = f.ctx[c]
+        return z3.Not(z3.And(ctx.has, ctx.epoch < f.zk_epoch, self._zk_changed(f, g)))
+
+    def _legal_transitions(self, f: KFrame, act: SymAction, p, g: KFrame):
+        ppairs = sorted({(PSTATES.index(b), PSTATES.index(a)) for a, prev in PARTITION_PREVIOUS.items()
+                         for b in prev})
+        rpairs = sorted({(RSTATES.index(b), RSTATES.index(a)) for a, prev in REPLICA_PREVIOUS.items()
+                         for b in prev})
+
+        def legal(x, y, pairs):
+            return z3.Or([x == y] + [z3.And(x == a, y == b) for a, b in pairs])
+
+        c = []
+        for b in range(self.n):
+            fc, gc = f.ctx[b], g.ctx[b]
+            same = z3.And(fc.has, gc.has, fc.epoch == gc.epoch)
+            rules = [legal(x, y, ppairs) for x, y in zip(fc.pstate, gc.pstate)]
+            rules += [legal(x, y, rpairs) for q in range(self.np) for x, y in zip(fc.rstate[q], gc.rstate[q])]
+            c.append(z3.Implies(same, z3.And(rules)))
+        return z3.And(c)
+
+    def _epochs_monotonic(self, f: KFrame, act: SymAction, p, g: KFrame):
+        c = [g.zk_epoch >= f.zk_epoch]
+        c += [z3.Implies(gz.version != -1, gz.leader_epoch >= fz.leader_epoch) for fz, gz in zip(f.zk, g.zk)]
+        for b in range(self.n):
+            rules = [g.seen[b] >= f.seen[b]]
+            rules += [z3.Implies(gv.version != -1, gv.leader_epoch >= fv.leader_epoch)
+                      for fv, gv in zip(f.view[b], g.view[b])]
+            c.append(z3.Implies(g.alive[b], z3.And(rules)))
+        return z3.And(c)
+
+    def _leader_elected_from_isr(self, f: KFrame, act: SymAction, p, g: KFrame):
+        return z3.And([z3.Not(z3.And(fz.version != -1, gz.leader_epoch > fz.leader_epoch, gz.leader != NO_LEADER,
+                                     gz.leader != fz.leader, z3.Not(member(gz.leader, fz.isr))))
+                       for fz, gz in zip(f.zk, g.zk)])
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def describe(self, ev, f: KFrame) -> dict:
+        """The frame under a z3 model, keyed like KafkaModel.describe."""
+        n = self.n
+
+        def ids(v) -> str:
+            return "[" + ", ".join(str(x) for x in members(v, n)) + "]"
+
+        def li(x: LI) -> Any:
+            v = ev(x.version)
+            if v == -1:
+                return None
+            return {"leader": ev(x.leader), "leader_epoch": ev(x.leader_epoch), "isr": ids(ev(x.isr)),
+                    "controller_epoch": ev(x.controller_epoch), "version": v}
+
+        sessions = [ev(s) for s in f.session]
+        out: dict = {
+            "zk": {
+                "controller": ev(f.zk_controller),
+                "controller_epoch": ev(f.zk_epoch),
+                "brokers": "[" + ", ".join(str(b) for b, s in enumerate(sessions) if s > 0) + "]",
+                "session": "[" + ", ".join(str(s) for s in sessions) + "]",
+                "partition": {str(q): li(z) for q, z in enumerate(f.zk)},
+            },
+            "broker": {},
+            "budget": {k: ev(f.budget[k]) for k in BUDGET},
+        }
+        for b in range(n):
+            d: dict = {
+                "alive": ev(f.alive[b]),
+                "controller_epoch_seen": ev(f.seen[b]),
+                "partition": {str(q): _role(b, li(v)) for q, v in enumerate(f.view[b])},
+                "in_flight": self._requests(ev, f, b),
+            }
+            ctx = f.ctx[b]
+            if ev(ctx.has):
+                d["controller"] = {
+                    "epoch": ev(ctx.epoch),
+                    "live": "[" + ", ".join(str(x) for x in range(n) if ev(ctx.live[x]) > 0) + "]",
+                    "partition": {str(q): li(cq) for q, cq in enumerate(ctx.cache)},
+                    "partition_state": {str(q): _name(PSTATES, ev(s)) for q, s in enumerate(ctx.pstate)},
+                    "replica_state": {f"{q}.{r}": _name(RSTATES, ev(s))
+                                      for q in range(self.np) for r, s in zip(self.ar[q], ctx.rstate[q])},
+                }
+            out["broker"][str(b)] = d
+        return out
+
+    def _requests(self, ev, f: KFrame, b: int) -> list:
+        """The requests in flight, as the explicit model prints them.  z3 gives an array
+        as stores over a default; a default of True (all but finitely many) is shown."""
+        reqs: list = []
+        default = False
+        if self.slots is not None:
+            for q in range(self.np):
+                for valid, li in f.slot[b][q]:
+                    if ev(valid):
+                        r = _Request(ev(li.controller_epoch), q, ev(li.leader), ev(li.leader_epoch),
+                                     members(ev(li.isr), self.n), ev(li.version))
+                        if r not in reqs:
+                            reqs.append(r)
+        else:
+            entries, default = _array_entries(ev.model, f.inbox[b])
+            R = self.Req
+            for key, val in entries:
+                if not val:
+                    continue
+                r = _Request(ev(R.controller_epoch(key)), ev(R.partition(key)), ev(R.leader(key)),
+                             ev(R.leader_epoch(key)), members(ev(R.isr(key)), self.n), ev(R.version(key)))
+                if r not in reqs:
+                    reqs.append(r)
+        reqs.sort()
+        out = [f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, leader={r.leader}, "
+               f"leader_epoch={r.leader_epoch}, isr=[{', '.join(str(x) for x in r.isr)}], version={r.version})"
+               for r in reqs]
+        if default:
+            out.append("(every other request: the solver chose a set that is not finite)")
+        return out
+
+    def abstract(self, s, f: KFrame) -> z3.BoolRef:
+        """The explicit KafkaState ``s`` as a constraint on frame ``f`` (array form)."""
+        if self.slots is not None:
+            raise NotImplementedError("abstract() needs the array form of the requests in flight")
+        n = self.n
+
+        def li(x: LI, v) -> list:
+            return [x.leader == v.leader, x.leader_epoch == v.leader_epoch, x.isr == mask(v.isr, n),
+                    x.controller_epoch == v.controller_epoch, x.version == v.version]
+
+        zk = s.zk
+        c = [f.zk_controller == zk.controller, f.zk_epoch == zk.controller_epoch]
+        c += [a == v for a, v in zip(f.session, zk.sessions)]
+        for q in range(self.np):
+            c += li(f.zk[q], zk.partitions[q])
+        for b, br in enumerate(s.brokers):
+            c += [f.alive[b] == br.alive, f.seen[b] == br.controller_epoch_seen]
+            for q in range(self.np):
+                c += li(f.view[b][q], br.partitions[q])
+            arr = self.empty
+            for r in br.inbox:
+                if type(r) is not LeaderAndIsr:
+                    return z3.BoolVal(False)
+                arr = z3.Store(arr, self.Req.req(r.controller_epoch, r.partition, r.leader, r.leader_epoch,
+                                                 mask(r.isr, n), r.version), True)
+            c.append(f.inbox[b] == arr)
+            ctx = f.ctx[b]
+            c.append(ctx.has == (br.ctx is not None))
+            if br.ctx is not None:
+                k = br.ctx
+                c.append(ctx.epoch == k.epoch)
+                c += [a == v for a, v in zip(ctx.live, k.live)]
+                for q in range(self.np):
+                    c += li(ctx.cache[q], k.partitions[q])
+                    c.append(ctx.pstate[q] == PSTATES.index(k.partition_states[q]))
+                    c += [a == RSTATES.index(v) for a, v in zip(ctx.rstate[q], k.replica_states[q])]
+        bud = s.budget
+        c += [f.budget[k] == getattr(bud, k) for k in BUDGET]
+        return z3.And(c)
+
+
+def _role(b: int, d: Any) -> Any:
+    if d is not None:
+        d["role"] = "leader" if d["leader"] == b else "follower"
+    return d
+
+
+def _name(names: tuple, i: int) -> str:
+    return names[i] if 0 <= i < len(names) else f"?{i}"
+
+
+def _array_entries(m: z3.ModelRef, arr) -> tuple[list, bool]:
+    """``([(key, value)], default)`` of an array term under model ``m``."""
+    v = m.eval(arr, model_completion=True)
+    entries: list = []
+    seen: set = set()
+
+    def add(key, value) -> None:
+        k = m.eval(key, model_completion=True)
+        if k.sexpr() not in seen:       # the outermost store of a key wins
+            seen.add(k.sexpr())
+            entries.append((k, value))
+
+    while True:
+        if z3.is_store(v):
+            add(v.arg(1), z3.is_true(m.eval(v.arg(2), model_completion=True)))
+            v = v.arg(0)
+        elif z3.is_const_array(v):
+            return entries, z3.is_true(m.eval(v.arg(0), model_completion=True))
+        elif z3.is_as_array(v):
+            fi = m[z3.get_as_array_func(v)]
+            for e in fi.as_list()[:-1]:
+                add(e[0], z3.is_true(e[1]))
+            return entries, z3.is_true(fi.as_list()[-1]) if fi.as_list() else False
+        else:
+            return entries, False
