@@ -795,7 +795,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; Deadlock is checked only if named too)")
     c.add_argument("--max-depth", metavar="N", type=_nonneg, help="stop expanding states at depth N")
-    c.add_argument("--max-states", metavar="N", type=_positive, help="stop after N distinct states")
+    c.add_argument("--max-states", metavar="N", type=_positive,
+                   help="stop after N distinct states (also the state-graph limit for eventually properties, "
+                        "default 200000)")
     c.add_argument("--continue", dest="keep_going", action="store_true",
                    help="keep exploring after a violation (report every violated property)")
     c.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")

@@ -19,6 +19,7 @@ class KafkaConfig:
     # data path (off when max_records == 0):
     max_records: int = 0                    # records producers may write in all
     truncation: str = "kip320"              # high_watermark | kip101 | kip279 | kip320
+    atomic_controller: bool = False         # the controller reacts within the step of each event (spec/atomic.py)
     min_insync_replicas: int = 1            # min.insync.replicas for acks=all
     producer_acks: str = "all"              # all | 1 | both
     # fault bounds (healing is never bounded):

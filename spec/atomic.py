@@ -1,0 +1,95 @@
+"""An atomic controller: the controller reacts to each event within the event's step.
+
+The data-path anomalies of KIP-279 and KIP-320 need three replicas, three records and
+two crashes, and their counterexamples are 15 to 20 broker steps long.  With the
+controller's bookkeeping interleaved (its watch events, each election, each
+OfflineReplica transition, each ISR notification as a step of its own) they lie
+deeper than any breadth-first search reaches on one machine.  Gustafson's
+specifications of the replication protocol make the same cut: a controller without
+state of its own, whose decisions land in ZooKeeper and in the LeaderAndIsr requests
+in one step.
+
+``atomic_controller=true`` keeps every controller rule and only removes interleavings:
+after each visible action the active controller runs its enabled actions, first in
+the model's action order, until it has nothing left to do.  So every trace of the
+atomic model, expanded with the controller steps it hides, is a trace of the full
+model: a counterexample found here is a real one.  What it cannot show is a race
+between two controller reactions, or between a reaction and a broker; that is why it
+refuses controller failovers (a zombie's queued work would run at once and never
+race the new controller) and is meant for data-path checks.
+
+What stays visible: faults and healing, ``ElectController`` (which broker wins the
+race for /controller is a choice), ``ControlledShutdown`` (the broker's request), the
+admin's requests, and every broker action (deliveries, ISR changes, produce, fetch,
+truncation).
+"""
+
+from __future__ import annotations
+
+from checker.errors import ModelError
+from spec import controller
+
+#: Controller reactions the atomic controller runs inside the step that caused them.
+HIDDEN = frozenset(controller.APPLY) - {"ElectController", "ControlledShutdown"}
+
+#: A controller that is still busy after this many reactions to one event is a model bug.
+_LIMIT = 200
+
+
+def settle(model, state, actions, apply, taken: list | None = None):
+    """Run the active controller's reactions on ``state`` until none is enabled.
+
+    ``actions(state)`` and ``apply(state, action)`` are the full model's; the first
+    enabled hidden action is taken each time, so the result is deterministic.  The
+    actions taken are appended to ``taken`` when given (see ``expand``).
+    """
+    for _ in range(_LIMIT):
+        hidden = [a for a in actions(state) if a.name in HIDDEN]
+        if not hidden:
+            return state
+        if taken is not None:
+            taken.append(hidden[0])
+        state = apply(state, hidden[0])
+    raise ModelError(f"the atomic controller did not settle after {_LIMIT} reactions "
+                     f"(last: {hidden[0]}); this is a bug in spec/atomic.py or spec/controller.py")
+
+
+def atomic_model_class():
+    """The KafkaModel subclass with the atomic controller (imported late: spec.model
+    builds it through the family, and this module must not import spec.model first)."""
+    from spec.model import KafkaModel
+
+    class AtomicKafkaModel(KafkaModel):
+        def init_states(self):
+            full = super()
+            return [settle(self, s, full.actions, full.next_state) for s in full.init_states()]
+
+        def actions(self, state):
+            return [a for a in super().actions(state) if a.name not in HIDDEN]
+
+        def next_state(self, state, act):
+            full = super()
+            return settle(self, full.next_state(state, act), full.actions, full.next_state)
+
+    return AtomicKafkaModel
+
+
+def expand(model, actions) -> list:
+    """The full model's actions for a path of the atomic ``model``: each visible
+    action followed by the controller reactions it hid.  Replaying them with
+    ``atomic_controller=false`` passes through every state of the atomic path.
+
+    >>> from spec.config import KafkaConfig
+    >>> m = atomic_model_class()(KafkaConfig(brokers=2, replication_factor=2, atomic_controller=True))
+    >>> [a.name for a in expand(m, [m.actions(m.init_states()[0])[-1]])]
+    ['ElectController', 'ElectLeader']
+    """
+    from spec.model import KafkaModel
+
+    full = KafkaModel(model.cfg)
+    out: list = []
+    state = settle(full, full.init_states()[0], full.actions, full.next_state, out)
+    for act in actions:
+        out.append(act)
+        state = settle(full, full.next_state(state, act), full.actions, full.next_state, out)
+    return out
