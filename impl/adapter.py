@@ -52,9 +52,13 @@ TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds unt
                            the follower knows where to truncate                         the model takes them as one step
 =========================  ==========================================================  ======================================
 
-``enabled`` asks the implementation whether it can do the action now; it does not
-know the model's fault budgets (crashes left, records left...), so it may allow more
-than the model does, never less on a conforming implementation.
+``enabled`` asks the implementation whether it can do the action now, and the
+driver's fault injector whether it may still inject that fault: faults are bounded by
+the same parameters as the model's (``FaultBudget``: crashes, session expiries,
+controller failovers, ISR shrinks, unclean elections, controlled shutdowns, topic
+deletions, records the producers may write, and one refused produce); healing is
+never bounded.  With both, ``enabled`` is exactly the model's enabled set, so the
+harness can also check that the implementation cannot do *more* than the model.
 
 The abstraction function ``observe`` reads ZooKeeper (through an admin session), every
 broker's ReplicaManager and controller context, the network and the logs, and returns
@@ -92,6 +96,24 @@ IGNORED = {
     "controller.epoch_zk_version": "a function of the epoch",
     "state-change.log": "output only",
 }
+
+
+class FaultBudget:
+    """What the test environment may still inject: the model's bounds (README "Faults
+    and healing": faults are bounded, healing is not).  This is the driver's
+    bookkeeping, not the broker's; it is not observed."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.records = int(_cfg(config, "max_records", 0))
+        self.crashes = int(_cfg(config, "max_crashes", 1))
+        self.session_expiries = int(_cfg(config, "max_session_expiries", 1))
+        self.controller_failovers = int(_cfg(config, "max_controller_failovers", 1))
+        self.isr_shrinks = int(_cfg(config, "max_isr_shrinks", 1))
+        self.unclean_elections = int(_cfg(config, "max_unclean_elections", 1)) \
+            if _cfg(config, "unclean_leader_election", False) else 0
+        self.controlled_shutdowns = int(_cfg(config, "max_controlled_shutdowns", 0))
+        self.topic_deletions = int(_cfg(config, "max_topic_deletions", 0))
+        self.write_refused = False       # a producer sees NotEnoughReplicas once: more teaches nothing
 
 
 def _no_state() -> dict:
@@ -143,6 +165,7 @@ class KafkaImplementation:
             controller_epoch_zk_check=bool(_cfg(config, "zk_epoch_fencing", True)),
         )
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
+        self.budget = FaultBudget(config)
         # Kafka's round-robin assignment: partition p's replicas start at broker p.
         self.assignment = {p: tuple((p + i) % self.n for i in range(rf)) for p in range(self.partitions)}
         topic_config = {
@@ -197,6 +220,17 @@ class KafkaImplementation:
             return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
         return True
 
+    def _fetching_from(self, f, leader, tp) -> bool:
+        """The follower's fetch session with the leader is alive: it runs and follows
+        this leader (in this leader epoch with KIP-320).  Kafka expands the ISR while
+        it handles such a fetch; the model separates that from moving data."""
+        rm = self._rm(f)
+        if rm is None or tp not in rm.partitions or rm.partitions[tp].leader != leader:
+            return False
+        if self.truncation == "kip320":
+            return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
+        return True
+
     def _can_expand_without_data(self, leader, tp, f) -> bool:
         """Without a data path the step is the follower's fetch round and the expansion:
         the follower fetches from this leader in this leader epoch (KIP-320's fence; the
@@ -208,7 +242,59 @@ class KafkaImplementation:
         return frm.partitions[tp].leader_epoch == lp.leader_epoch and f not in lp.isr and f in lp.replicas
 
     # -- the contract ------------------------------------------------------------------------
-    def enabled(self, act) -> bool:  # noqa: C901 - one branch per action, as the table
+    def _may_fail(self, b: int) -> bool:
+        """Losing the active controller is a controller failover: that bound counts too."""
+        return self.cluster.admin.get_controller_id() != b or self.budget.controller_failovers > 0
+
+    def _within_budget(self, act) -> bool:
+        bud, name = self.budget, act.name
+        if name == "CrashBroker":
+            return bud.crashes > 0 and self._may_fail(act.get("broker"))
+        if name == "ExpireSession":
+            return bud.session_expiries > 0 and self._may_fail(act.get("broker"))
+        if name == "ShutdownBroker":
+            return self._may_fail(act.get("broker"))
+        if name == "ShrinkIsr":
+            return bud.isr_shrinks > 0
+        if name == "ElectLeader":
+            return act.get("clean") or bud.unclean_elections > 0
+        if name == "ControlledShutdown":
+            return bud.controlled_shutdowns > 0
+        if name == "DeleteTopic":
+            return bud.topic_deletions > 0
+        if name == "Produce":
+            if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
+                return not bud.write_refused
+            return bud.records > 0
+        return True
+
+    def _spend(self, act) -> None:
+        bud, name = self.budget, act.name
+        if name in ("CrashBroker", "ExpireSession", "ShutdownBroker"):
+            if self.cluster.admin.get_controller_id() == act.get("broker"):
+                bud.controller_failovers -= 1
+            if name == "CrashBroker":
+                bud.crashes -= 1
+            elif name == "ExpireSession":
+                bud.session_expiries -= 1
+        elif name == "ShrinkIsr":
+            bud.isr_shrinks -= 1
+        elif name == "ElectLeader" and not act.get("clean"):
+            bud.unclean_elections -= 1
+        elif name == "ControlledShutdown":
+            bud.controlled_shutdowns -= 1
+        elif name == "DeleteTopic":
+            bud.topic_deletions -= 1
+        elif name == "Produce":
+            if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
+                bud.write_refused = True
+            else:
+                bud.records -= 1
+
+    def enabled(self, act) -> bool:
+        return self._possible(act) and self._within_budget(act)
+
+    def _possible(self, act) -> bool:  # noqa: C901 - one branch per action, as the table
         c = self.cluster
         name = act.name
         if name == "CrashBroker":
@@ -276,18 +362,21 @@ class KafkaImplementation:
             if rm is None or not rm.isr_write_would_succeed(tp):
                 return False
             if self.data_path:
-                return rm.can_expand_isr(tp, r)
+                return rm.can_expand_isr(tp, r) and self._fetching_from(r, b, tp)
             return self._can_expand_without_data(b, tp, r)
         if name == "Produce":
-            return self._leads(act.get("leader"), self._tp(act))
+            return c.admin.topic_exists(TOPIC) and self._leads(act.get("leader"), self._tp(act))
         if name == "Fetch":
-            return self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=False)
+            f, leader, tp = act.get("follower"), act.get("leader"), self._tp(act)
+            return (c.admin.topic_exists(TOPIC) and self._fetch_target_ok(f, leader, tp, truncating=False)
+                    and self._rm(leader).fetch_would_complete(tp, f, c.disks[f].logs.get(tp)))
         if name == "TruncateFollower":
             return self.truncation != "high_watermark" and \
                 self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=True)
         raise KeyError(f"no driver operation for action {name!r}")
 
     def apply(self, act) -> None:  # noqa: C901
+        self._spend(act)
         c = self.cluster
         name = act.name
         if name in ("CrashBroker", "ShutdownBroker"):

@@ -376,7 +376,17 @@ class Controller:
         out = set()
         for tps in self.zk.get_isr_change_notifications().values():
             out.update(tps)
-        return sorted(tp for tp in out if tp in self.ctx.assignments)
+        return sorted(tp for tp in out if tp in self.ctx.assignments and self._isr_change_is_news(tp))
+
+    def _isr_change_is_news(self, tp: TopicPartition) -> bool:
+        """The notification is about the leadership this controller cached: the same
+        leader in the same leader epoch, with a newer ISR write.  A notification whose
+        change the controller already holds, or that a newer election superseded (that
+        election's LeaderAndIsr carries the ISR), waits for the next one."""
+        li, cached = self.zk.get_partition_state(tp), self.ctx.leadership.get(tp)
+        if li is None or cached is None:
+            return False
+        return li.zk_version > cached.zk_version and (li.leader, li.leader_epoch) == (cached.leader, cached.leader_epoch)
 
     def process_isr_change(self, tp: TopicPartition) -> list:
         notes = self.zk.get_isr_change_notifications()

@@ -10,8 +10,7 @@ Choices shared with the model, each with its pointer:
 - The broker remembers the *highest* controller epoch it has seen (spec/broker.py
   ``deliver_leader_and_isr``: ``max``); Kafka assigns the request's epoch, which is the
   same whenever the StaleControllerEpoch check is on.
-- StopReplica(delete=true) drops the partition's leadership state and its fetcher; the
-  log stays on disk (spec/broker.py ``deliver_stop_replica`` keeps the replica's log).
+- StopReplica(delete=true) drops the partition's state, its fetcher and its log.
 - A new leader forgets what it knew of its followers' positions, so its HW waits for a
   fetch in the new epoch (README "The data path", spec/datapath.py ``on_become_leader``).
 - The follower's HW comes from the HW the leader read *before* it recorded this fetch.
@@ -171,6 +170,8 @@ class ReplicaManager:
         self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         self.partitions.pop(tp, None)
         self.fetchers.pop(tp, None)
+        if req.delete_partition:
+            self.logs.pop(tp, None)         # the log directory is deleted
         self._trace("", f"Handling StopReplica (delete={req.delete_partition}) for partition {tp} from "
                     f"controller {req.controller_id} epoch {req.controller_epoch}")
         return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp, NONE))]
@@ -190,6 +191,23 @@ class ReplicaManager:
         offset = self.log(tp).append(p.leader_epoch)
         self._maybe_increment_hw(p)
         return NONE, offset
+
+    def would_refuse(self, tp: TopicPartition, acks: str) -> bool:
+        p = self.leader_partition(tp)
+        return p is not None and acks == "all" and len(p.isr) < p.min_insync_replicas
+
+    def fetch_would_complete(self, tp: TopicPartition, replica: int, follower_log: Log | None) -> bool:
+        """DelayedFetch: the leader answers a follower's fetch at once when it has
+        records past the fetch offset, when the fetch tells it something new (the
+        follower's position), when its HW is news to the follower, or when the fetch
+        is out of range; otherwise it parks the fetch until one of these holds, which
+        is not a step."""
+        p = self.leader_partition(tp)
+        log = self.log(tp)
+        leo = follower_log.log_end_offset if follower_log else 0
+        fhw = follower_log.high_watermark_checkpoint if follower_log else 0
+        return (leo < log.log_end_offset or leo > log.log_end_offset or p.remote_leos.get(replica, -1) != leo
+                or fhw != min(leo, log.high_watermark_checkpoint))
 
     def high_watermark(self, tp: TopicPartition) -> int:
         return self.log(tp).high_watermark_checkpoint
