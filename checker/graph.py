@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checker.bfs import _fingerprint_fn
-from checker.errors import UsageError
+from checker.errors import ModelError, UsageError
 from checker.model import Action, Model, State
 
 __all__ = ["DEFAULT_MAX_STATES", "StateGraph", "explore", "labelled", "node_label", "write_dot"]
@@ -100,22 +100,30 @@ def explore(model: Model, max_states: int = DEFAULT_MAX_STATES, command: str = "
             g.fingerprints.append(h)
         return n
 
-    for s in model.init_states():
-        n = add(s, 0, -1)
-        if n not in g.initial:
-            g.initial.append(n)
-    n = 0
-    while n < len(g.states):
-        s = g.states[n]
-        if not model.within_boundary(s):
-            g.complete = False
-            g.unexpanded.append(n)
-        else:
-            for a in model.actions(s):
-                t = model.next_state(s, a)
-                dst = add(t, g.depth[n] + 1, len(g.edges))
-                g.edges.append((n, a, dst))
-        n += 1
+    n = -1
+    try:
+        for s in model.init_states():
+            i = add(s, 0, -1)
+            if i not in g.initial:
+                g.initial.append(i)
+        n = 0
+        while n < len(g.states):
+            s = g.states[n]
+            if not model.within_boundary(s):
+                g.complete = False
+                g.unexpanded.append(n)
+            else:
+                for a in model.actions(s):
+                    t = model.next_state(s, a)
+                    dst = add(t, g.depth[n] + 1, len(g.edges))
+                    g.edges.append((n, a, dst))
+            n += 1
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001 - model code broke the contract
+        from checker.trace import _exc
+        where = "init_states()" if n < 0 else f"expanding a state at depth {g.depth[n]}"
+        raise ModelError(f"exploring the state graph: {where} raised {_exc(e)}") from e
     return g
 
 
@@ -154,14 +162,24 @@ def labelled(g: StateGraph, model: Model) -> Any:
     ``describe()`` view as JSON), ``depth``, ``initial``, ``fingerprint``; per edge
     ``label`` (the action as text), ``action`` (its name), ``args`` (JSON) and
     ``fair`` (``model.fair``)."""
-    import json
-
     import networkx as nx
+
+    out = nx.MultiDiGraph(name=getattr(model, "name", "model"))
+    try:
+        return _labelled(g, model, out)
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001 - describe() and fair() are model code
+        from checker.trace import _exc
+        raise ModelError(f"labelling the state graph: describe() or fair() raised {_exc(e)}") from e
+
+
+def _labelled(g: StateGraph, model: Model, out: Any) -> Any:
+    import json
 
     from checker.fingerprint import format_fingerprint
     from checker.trace import _jsonable, _view, flatten
 
-    out = nx.MultiDiGraph(name=getattr(model, "name", "model"))
     initial = set(g.initial)
     base = _flat_view(model, g.states[g.initial[0]]) if g.initial else {}
     for n, s in enumerate(g.states):

@@ -94,3 +94,10 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     assert kmc("graph", *TOYS, "--format", "dot", "-o", out, "--force").returncode == 0
     assert out.read_text().startswith('digraph "relay"')
     assert list(tmp_path.glob(".kmc-graph-*")) == []
+
+
+def test_model_error_is_exit_3():
+    r = kmc("graph", "--model", "tests.toys:FAMILY", "--preset", "crash", "--format", "dot")
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "the model broke its contract: exploring the state graph: expanding a state at depth 2 raised " \
+           "ZeroDivisionError" in r.stderr
