@@ -63,17 +63,32 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 import z3
 
 from checker.errors import ModelError, UsageError
 from checker.model import Action
 
-__all__ = ["Frame", "SymAction", "SymInvariant", "SymbolicModel", "lemma", "load_lemmas", "prove", "bmc",
-           "ProofResult", "Cti", "BmcResult", "to_explicit", "confirm_cti", "TYPE_OK"]
+__all__ = [
+    "TYPE_OK",
+    "BmcResult",
+    "Cti",
+    "Frame",
+    "ProofResult",
+    "SymAction",
+    "SymInvariant",
+    "SymbolicModel",
+    "bmc",
+    "confirm_cti",
+    "lemma",
+    "load_lemmas",
+    "prove",
+    "to_explicit",
+]
 
 TYPE_OK = "TypeOK"
 
@@ -200,7 +215,8 @@ class SymbolicModel:
 # ----------------------------------------------------------------------- helpers
 
 def py(v: z3.ExprRef) -> Any:
-    """A z3 value (from ``model.eval``) as a Python int / bool; other terms as text."""
+    """A z3 value (from ``model.eval``) as a Python int / bool (a bit-vector as a
+    signed integer); other terms as text."""
     if z3.is_true(v):
         return True
     if z3.is_false(v):
@@ -208,7 +224,7 @@ def py(v: z3.ExprRef) -> Any:
     if z3.is_int_value(v):
         return v.as_long()
     if z3.is_bv_value(v):
-        return v.as_long()
+        return v.as_signed_long()   # two's complement; a set of bits reads the same with members()
     return str(v)
 
 
@@ -247,7 +263,8 @@ class _Step:
     def __init__(self, model: SymbolicModel, acts: Sequence[SymAction], idx: Sequence[int], f: Frame, g: Frame,
                  tag: Any) -> None:
         self.acts, self.idx, self.f, self.g = acts, list(idx), f, g
-        self.sel = z3.Int(f"action@{tag}")
+        # a bit-vector selector keeps an all-bit-vector encoding free of integer atoms
+        self.sel = z3.BitVec(f"action@{tag}", max(1, len(acts)).bit_length() + 1)
         self.params: dict[str, dict[str, z3.ExprRef]] = {}
         for i in self.idx:
             a = acts[i]
@@ -263,7 +280,7 @@ class _Step:
                 upd = a.update(f, p)
             except (UsageError, ModelError):
                 raise
-            except Exception as e:  # noqa: BLE001 - model code
+            except Exception as e:
                 raise ModelError(f"symbolic action {a.label}: building its guard/update raised {_exc(e)}") from e
             for name, value in upd.items():
                 if name not in f.vars:
@@ -287,7 +304,7 @@ def _state_pred(inv: SymInvariant, f: Frame) -> z3.BoolRef:
         return inv.predicate(f)
     except (UsageError, ModelError):
         raise
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise ModelError(f"invariant {inv.name!r}: building its z3 predicate raised {_exc(e)}") from e
 
 
@@ -301,7 +318,7 @@ def _step_violation(inv: SymInvariant, step: _Step) -> z3.BoolRef:
             holds = z3.simplify(inv.predicate(step.f, a, step.params_of(i), step.g))
         except (UsageError, ModelError):
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise ModelError(f"step invariant {inv.name!r} on {a.label}: building its predicate raised {_exc(e)}") from e
         if z3.is_true(holds):
             continue
@@ -361,8 +378,8 @@ def load_lemmas(path: str | os.PathLike, *, existing: Iterable[str] = ()) -> lis
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[modname] = module
     try:
-        exec(code, module.__dict__)
-    except BaseException as e:  # noqa: BLE001 - a user's file may raise anything
+        exec(code, module.__dict__)  # noqa: S102 - running the user's lemma file is the point
+    except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise
         sys.modules.pop(modname, None)
@@ -493,7 +510,7 @@ def _decode(act: SymAction, ev: Callable[[z3.ExprRef], Any], f: Frame, params: M
         return list(act.explicit(ev, f, params))
     except (UsageError, ModelError):
         raise
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise ModelError(f"symbolic action {act.label}: decoding it to explicit actions raised {_exc(e)}") from e
 
 

@@ -37,16 +37,27 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import z3
 
 from checker.model import action
 from checker.symbolic import Frame, SymAction, SymbolicModel, SymInvariant
 from spec.state import (
-    NEW_PARTITION, NEW_REPLICA, NO_LEADER, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION,
-    OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED,
-    REPLICA_DELETION_SUCCESSFUL, LeaderAndIsr,
+    NEW_PARTITION,
+    NEW_REPLICA,
+    NO_LEADER,
+    NON_EXISTENT_PARTITION,
+    NON_EXISTENT_REPLICA,
+    OFFLINE_PARTITION,
+    OFFLINE_REPLICA,
+    ONLINE_PARTITION,
+    ONLINE_REPLICA,
+    REPLICA_DELETION_INELIGIBLE,
+    REPLICA_DELETION_STARTED,
+    REPLICA_DELETION_SUCCESSFUL,
+    LeaderAndIsr,
 )
 from spec.statemachines import PARTITION_PREVIOUS, REPLICA_PREVIOUS
 
@@ -71,6 +82,8 @@ def unsupported(cfg) -> str | None:
         return "controlled shutdown is not encoded symbolically; set max_controlled_shutdowns=0"
     if cfg.max_topic_deletions > 0:
         return "topic deletion is not encoded symbolically; set max_topic_deletions=0"
+    if getattr(cfg, "atomic_controller", False):
+        return "the atomic controller (atomic_controller=true) is not encoded symbolically; set it to false"
     if getattr(cfg, "reassignments", ""):
         return "partition reassignment is not encoded symbolically yet; set reassignments=''"
     return None
@@ -133,11 +146,11 @@ class Ctx(NamedTuple):
 class KFrame(Frame):
     """One Kafka state as z3 constants (see the module docstring for the fields)."""
 
-    def __init__(self, enc: "KafkaSymbolic", tag: Any) -> None:
+    def __init__(self, enc: KafkaSymbolic, tag: Any) -> None:
         super().__init__(tag, [])
         n, np_, ar = enc.n, enc.np, enc.ar
         self.enc, self.n, self.partitions, self.ar = enc, n, np_, ar
-        I, B, BV = z3.IntSort(), z3.BoolSort(), z3.BitVecSort(n)
+        I, B, BV = enc.I, z3.BoolSort(), z3.BitVecSort(n)
 
         def li(prefix: str) -> LI:
             return LI(self.var(f"{prefix}.leader", I), self.var(f"{prefix}.leader_epoch", I),
@@ -203,11 +216,12 @@ def _if_li(c, a: LI, b: LI) -> LI:
     return LI(*(z3.If(c, x, y) for x, y in zip(a, b)))
 
 
-def _first(ar, conds) -> Any:
-    """The first replica of ``ar`` whose condition holds (NO_LEADER if none)."""
-    out: Any = z3.IntVal(NO_LEADER)
+def _first(k, ar, conds) -> Any:
+    """The first replica of ``ar`` whose condition holds (NO_LEADER if none); ``k``
+    makes a numeral of the encoding's integer sort."""
+    out: Any = k(NO_LEADER)
     for r, c in reversed(list(zip(ar, conds))):
-        out = z3.If(c, z3.IntVal(r), out)
+        out = z3.If(c, k(r), out)
     return out
 
 
@@ -221,16 +235,24 @@ class KafkaSymbolic(SymbolicModel):
     name = "kafka-controller-symbolic"
 
     def __init__(self, cfg, slots: int | None = None) -> None:
+        """``slots=None``: the form ``prove`` uses (mathematical integers, the requests
+        in flight as an array: unbounded, so a proof covers every run).  ``slots=K``:
+        the form for runs of at most K steps (see ``bounded``)."""
         why = unsupported(cfg)
         if why:
             raise ValueError(why)
         self.cfg, self.slots = cfg, slots
         self.n, self.np = cfg.brokers, cfg.partitions
+        # Integers: unbounded for proofs; for K steps every epoch, version and session
+        # number stays within K + a few, so signed bit-vectors represent them exactly
+        # (and z3 bit-blasts the whole unrolling, which is much faster).
+        self.width = None if slots is None else max(8, (4 * (slots + self.n + 8)).bit_length() + 1)
+        self.I = z3.IntSort() if self.width is None else z3.BitVecSort(self.width)
         self.ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
         dt = z3.Datatype(f"LeaderAndIsr{self.n}")
-        dt.declare("req", ("controller_epoch", z3.IntSort()), ("partition", z3.IntSort()),
-                   ("leader", z3.IntSort()), ("leader_epoch", z3.IntSort()), ("isr", z3.BitVecSort(self.n)),
-                   ("version", z3.IntSort()))
+        dt.declare("req", ("controller_epoch", self.I), ("partition", self.I),
+                   ("leader", self.I), ("leader_epoch", self.I), ("isr", z3.BitVecSort(self.n)),
+                   ("version", self.I))
         self.Req = dt.create()
         self.empty = z3.K(self.Req, z3.BoolVal(False))
         self._actions: list[SymAction] | None = None
@@ -238,7 +260,7 @@ class KafkaSymbolic(SymbolicModel):
     def coverage(self) -> str:
         return COVERAGE
 
-    def bounded(self, steps: int) -> "KafkaSymbolic":
+    def bounded(self, steps: int) -> KafkaSymbolic:
         """For BMC: the requests in flight as one slot per step (the request sent to a
         broker for a partition at step j, at most one), instead of an array.  Exact
         for runs of at most ``steps`` steps, and much cheaper for z3."""
@@ -249,11 +271,16 @@ class KafkaSymbolic(SymbolicModel):
 
     # -- helpers ---------------------------------------------------------------------
 
+    def k(self, v: int) -> z3.ExprRef:
+        """The numeral ``v`` in the encoding's integer sort."""
+        return z3.IntVal(v) if self.width is None else z3.BitVecVal(v, self.width)
+
     def no_state(self) -> LI:
-        return LI(z3.IntVal(NO_LEADER), z3.IntVal(-1), z3.BitVecVal(0, self.n), z3.IntVal(-1), z3.IntVal(-1))
+        k = self.k
+        return LI(k(NO_LEADER), k(-1), z3.BitVecVal(0, self.n), k(-1), k(-1))
 
     def req(self, ce, p: int, li: LI) -> z3.ExprRef:
-        return self.Req.req(ce, z3.IntVal(p), li.leader, li.leader_epoch, li.isr, li.version)
+        return self.Req.req(ce, self.k(p), li.leader, li.leader_epoch, li.isr, li.version)
 
     def _is_no_state(self, li: LI) -> z3.BoolRef:
         return z3.And([a == b for a, b in zip(li, self.no_state())])
@@ -286,10 +313,11 @@ class KafkaSymbolic(SymbolicModel):
         for b in range(n):
             c += [f.seen[b] >= 0]
             ctx = f.ctx[b]
-            c += [x >= 0 for x in ctx.live]
+            k = [x >= 0 for x in ctx.live] + [ctx.epoch >= 1]
             for p in range(self.np):
-                c += [ctx.pstate[p] >= 0, ctx.pstate[p] < len(PSTATES)]
-                c += [z3.And(r >= 0, r < len(RSTATES)) for r in ctx.rstate[p]]
+                k += [ctx.pstate[p] >= 0, ctx.pstate[p] < len(PSTATES)]
+                k += [z3.And(r >= 0, r < len(RSTATES)) for r in ctx.rstate[p]]
+            c.append(z3.Implies(ctx.has, z3.And(k)))
         c += [f.budget[k] >= 0 for k in BUDGET]
         return z3.And(c)
 
@@ -362,12 +390,12 @@ class KafkaSymbolic(SymbolicModel):
         def update(f, p):
             u = _U(f)
             was = f.zk_controller == b
-            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, 1, 0)
+            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, self.k(1), self.k(0))
             u[f.budget["crashes"]] = f.budget["crashes"] - 1
             u[f.session[b]] = z3.If(f.session[b] > 0, -f.session[b], f.session[b])
             u[f.zk_controller] = z3.If(was, NO_LEADER, f.zk_controller)
             u[f.alive[b]] = z3.BoolVal(False)
-            u[f.seen[b]] = z3.IntVal(0)
+            u[f.seen[b]] = self.k(0)
             for q in range(self.np):
                 u.li(f.view[b][q], self.no_state())
             self._drop_requests(f, u, b)
@@ -394,7 +422,7 @@ class KafkaSymbolic(SymbolicModel):
         def update(f, p):
             u = _U(f)
             was = f.zk_controller == b
-            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, 1, 0)
+            u[f.budget["controller_failovers"]] = f.budget["controller_failovers"] - z3.If(was, self.k(1), self.k(0))
             u[f.budget["session_expiries"]] = f.budget["session_expiries"] - 1
             u[f.session[b]] = -f.session[b]
             u[f.zk_controller] = z3.If(was, NO_LEADER, f.zk_controller)
@@ -438,7 +466,7 @@ class KafkaSymbolic(SymbolicModel):
             return f.inbox[b] == self.empty
         return z3.And([z3.Not(valid) for q in range(self.np) for valid, _li in f.slot[b][q]])
 
-    def _drop_requests(self, f: KFrame, u: "_U", b: int) -> None:
+    def _drop_requests(self, f: KFrame, u: _U, b: int) -> None:
         if self.slots is None:
             u[f.inbox[b]] = self.empty
         else:
@@ -446,7 +474,7 @@ class KafkaSymbolic(SymbolicModel):
                 for valid, _li in f.slot[b][q]:
                     u[valid] = z3.BoolVal(False)
 
-    def _send(self, f: KFrame, u: "_U", inbox: dict, target: int, q: int, cond, ce, li: LI) -> None:
+    def _send(self, f: KFrame, u: _U, inbox: dict, target: int, q: int, cond, ce, li: LI) -> None:
         """Add LeaderAndIsr(ce, q, li) to ``target``'s requests in flight when ``cond``
         holds.  Array updates collect in ``inbox`` (``_flush`` writes them); a slot is
         the pre-frame's step number, and a step sends at most one request per broker
@@ -463,7 +491,7 @@ class KafkaSymbolic(SymbolicModel):
         u[valid] = cond
         u.li(slot, LI(li.leader, li.leader_epoch, li.isr, ce, li.version))
 
-    def _flush(self, f: KFrame, u: "_U", inbox: dict) -> None:
+    def _flush(self, f: KFrame, u: _U, inbox: dict) -> None:
         if self.slots is None:
             for r, v in inbox.items():
                 u[f.inbox[r]] = v
@@ -477,7 +505,7 @@ class KafkaSymbolic(SymbolicModel):
             ctx = f.ctx[b]
             epoch = f.zk_epoch + 1
             live = [z3.If(s > 0, s, 0) for s in f.session]
-            u[f.zk_controller] = z3.IntVal(b)
+            u[f.zk_controller] = self.k(b)
             u[f.zk_epoch] = epoch
             u[ctx.has] = z3.BoolVal(True)
             u[ctx.epoch] = epoch
@@ -488,10 +516,11 @@ class KafkaSymbolic(SymbolicModel):
                 z = f.zk[q]
                 u.li(ctx.cache[q], z)
                 leader_live = z3.Or([z3.And(z.leader == x, f.session[x] > 0) for x in range(self.n)])
-                u[ctx.pstate[q]] = z3.If(z.version == -1, P_NEW,
-                                         z3.If(z3.And(z.leader != NO_LEADER, leader_live), P_ONLINE, P_OFFLINE))
+                u[ctx.pstate[q]] = z3.If(z.version == -1, self.k(P_NEW),
+                                         z3.If(z3.And(z.leader != NO_LEADER, leader_live), self.k(P_ONLINE),
+                                               self.k(P_OFFLINE)))
                 for i, r in enumerate(self.ar[q]):
-                    u[ctx.rstate[q][i]] = z3.If(f.session[r] > 0, R_ONLINE, R_INELIGIBLE)
+                    u[ctx.rstate[q][i]] = z3.If(f.session[r] > 0, self.k(R_ONLINE), self.k(R_INELIGIBLE))
                 for r in self.ar[q]:
                     self._send(f, u, inbox, r, q, z3.And(z.version != -1, f.session[r] > 0), epoch, z)
             self._flush(f, u, inbox)
@@ -507,7 +536,7 @@ class KafkaSymbolic(SymbolicModel):
         def update(f, p):
             u = _U(f)
             ctx = f.ctx[c]
-            u[ctx.live[x]] = z3.IntVal(0)
+            u[ctx.live[x]] = self.k(0)
             for q, ar in enumerate(self.ar):
                 if x not in ar:
                     continue
@@ -558,7 +587,7 @@ class KafkaSymbolic(SymbolicModel):
             for r in ar:
                 isr = isr | z3.If(live[r], bit(r, n), z3.BitVecVal(0, n))
             ok = z3.And(ctx.pstate[q] == P_NEW, z.version == -1, ctx.cache[q].version == -1, z3.Or(conds))
-            return ok, _first(ar, conds), isr, z3.BoolVal(True)
+            return ok, _first(self.k, ar, conds), isr, z3.BoolVal(True)
         if strategy == "offline":
             clean_conds = [z3.And(live[r], member(r, z.isr)) for r in ar]
             clean = z3.Or(clean_conds)
@@ -566,13 +595,13 @@ class KafkaSymbolic(SymbolicModel):
                 unclean = z3.And(f.budget["unclean_elections"] > 0, z3.Or([live[r] for r in ar]))
             else:
                 unclean = z3.BoolVal(False)
-            leader = z3.If(clean, _first(ar, clean_conds), _first(ar, [live[r] for r in ar]))
+            leader = z3.If(clean, _first(self.k, ar, clean_conds), _first(self.k, ar, [live[r] for r in ar]))
             isr = z3.If(clean, z.isr & livemask, self._bit_of(leader))
             return z3.And(ctx.pstate[q] == P_OFFLINE, z3.Or(clean, unclean)), leader, isr, clean
         # preferred: never while the preferred replica shuts down (no controlled shutdown here)
         pref = ar[0]
         ok = z3.And(ctx.pstate[q] == P_ONLINE, z.leader != pref, live[pref], member(pref, z.isr))
-        return ok, z3.IntVal(pref), z.isr, z3.BoolVal(True)
+        return ok, self.k(pref), z.isr, z3.BoolVal(True)
 
     def _bit_of(self, x) -> z3.BitVecRef:
         n = self.n
@@ -680,15 +709,15 @@ class KafkaSymbolic(SymbolicModel):
         n = self.n
         args: tuple = (("broker", b), ("partition", q))
         if j is None:
-            params: tuple = (("controller_epoch", z3.IntSort()), ("leader", z3.IntSort()),
-                             ("leader_epoch", z3.IntSort()), ("isr", z3.BitVecSort(n)), ("version", z3.IntSort()))
+            params: tuple = (("controller_epoch", self.I), ("leader", self.I),
+                             ("leader_epoch", self.I), ("isr", z3.BitVecSort(n)), ("version", self.I))
         else:
             params, args = (), args + (("slot", j),)
         act: SymAction
 
         def req_of(f, p):
             r = self.delivered(f, act, p)
-            return self.Req.req(r.controller_epoch, z3.IntVal(q), r.leader, r.leader_epoch, r.isr, r.version)
+            return self.Req.req(r.controller_epoch, self.k(q), r.leader, r.leader_epoch, r.isr, r.version)
 
         def guard(f, p):
             if j is None:
@@ -852,8 +881,8 @@ class KafkaSymbolic(SymbolicModel):
 
         def li(x: LI) -> Any:
             v = ev(x.version)
-            if v == -1:
-                return None
+            if v == -1 and [ev(t) for t in x] == [NO_LEADER, -1, 0, -1, -1]:
+                return None     # NO_STATE, as the explicit model prints it
             return {"leader": ev(x.leader), "leader_epoch": ev(x.leader_epoch), "isr": ids(ev(x.isr)),
                     "controller_epoch": ev(x.controller_epoch), "version": v}
 

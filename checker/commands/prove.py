@@ -1,0 +1,148 @@
+"""``kmc prove``: prove invariants inductive with z3, for any number of steps.
+
+``kmc prove --brokers 7 --invariant AtMostOneActiveController --lemmas examples/lemmas.py``
+asks z3, for every action, whether a state that satisfies the invariants, TypeOK and
+the lemmas can step to one that does not.  If none can, and the initial states satisfy
+them, they hold in every reachable state of that configuration (exit 0).  Otherwise
+the counterexample to induction (CTI) is printed: the state before, the action, and
+what changed (exit 1).  A CTI may be unreachable: then the invariant is true but too
+weak to be proved alone, and a lemma that rules the CTI out is the fix.  ``--confirm``
+searches the explicit model's reachable states (small configurations) for a state
+where the same action breaks the same invariant, and saves the path to it as an
+ordinary trace that ``kmc replay`` shows.
+
+Lemmas (``--lemmas FILE``) are state predicates over the family's symbolic frame,
+written with ``checker.symbolic.lemma``; see examples/lemmas.py.  Exit status: 0
+proved, 1 not inductive (or z3 could not decide), 2 bad input, 3 the model broke its
+contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from checker.errors import UsageError
+
+
+def register(sub: Any, fmt: Any) -> None:
+    from checker.cli import EXIT_CODES, _positive, _wrap
+    from checker.commands._symbolic import add_config_options
+
+    p = sub.add_parser(
+        "prove", help="prove invariants inductive with z3 (for any number of steps)",
+        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+        description=_wrap("Check with z3 that every action preserves the named invariants (together with "
+                          "TypeOK and any --lemmas) from every state that satisfies them, and that the initial "
+                          "states satisfy them. A failure prints the counterexample to induction: the state "
+                          "before, the action and what it changed. Needs a model family with a symbolic "
+                          "encoding."))
+    p.add_argument("--invariant", metavar="NAME", action="append", default=[], required=True,
+                   help="an invariant to prove (repeatable: they are proved together, each strengthening the "
+                        "others); a step invariant is checked on every step from the states the others allow")
+    p.add_argument("--lemmas", metavar="FILE.py", action="append", default=[],
+                   help="Python file of strengthening lemmas (checker.symbolic.lemma), proved together with "
+                        "the invariants (repeatable)")
+    p.add_argument("--confirm", action="store_true",
+                   help="on a CTI, search the explicit model's reachable states for one where the same action "
+                        "breaks the same invariant, and save the path to it as a trace (small configurations)")
+    p.add_argument("--max-states", metavar="N", type=_positive, default=200_000,
+                   help="with --confirm, refuse an explicit state graph larger than N states (default 200000)")
+    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+                   help="where --confirm saves the trace (default: traces/)")
+    add_config_options(p)
+    p.set_defaults(func=cmd_prove)
+
+
+def cmd_prove(args: argparse.Namespace, command: str) -> int:
+    from checker.cli import EXIT_FAIL, EXIT_OK, _check_traces_dir, _fail, _para
+    from checker.commands._symbolic import header, load
+    from checker.symbolic import TYPE_OK, load_lemmas, prove, select_invariants
+    from checker.trace import diff, render_changes, render_state
+
+    out = sys.stdout
+    if args.confirm:
+        _check_traces_dir(args.traces_dir)
+    family, family_ref, preset, config, custom, sym = load(args)
+    names = list(dict.fromkeys(args.invariant))
+    select_invariants(sym, names)  # an unknown name is bad input before any work
+    taken = [inv.name for inv in sym.invariants()] + [TYPE_OK]
+    lemmas = []
+    for path in args.lemmas:
+        got = load_lemmas(path, existing=taken + [lem.name for lem in lemmas])
+        lemmas.extend(got)
+    if not args.quiet:
+        header("prove", sym, family_ref, preset, custom, config, out)
+        extra = f"; lemmas: {', '.join(lem.name for lem in lemmas)}" if lemmas else ""
+        print(f"proving: {', '.join(names)} (with {TYPE_OK}{extra})", file=out, flush=True)
+    res = prove(sym, names, lemmas=lemmas, progress=None if args.quiet else sys.stderr, timeout=args.timeout)
+    together = ", ".join(c for c in res.conjuncts if c not in names)
+    if res.proved:
+        nacts = len({a.name for a in sym.actions()})
+        print(f"PROVED: {', '.join(names)}: true initially and preserved by every action ({nacts} actions, "
+              f"{len(sym.actions())} instances) from every state that satisfies {', '.join(res.conjuncts)}; "
+              f"so {'it holds' if len(names) == 1 else 'they hold'} in every reachable state of this "
+              f"configuration ({res.seconds:.1f} s)", file=out)
+        return EXIT_OK
+    if res.unknown is not None:
+        print(f"UNKNOWN: z3 could not decide ({res.unknown})", file=out)
+        _fail(f"not proved: z3 gave up ({res.unknown}); raise --timeout or simplify the lemmas", command)
+        return EXIT_FAIL
+    cti = res.cti
+    assert cti is not None
+    if cti.initial:
+        print(f"NOT PROVED: {cti.broken} does not hold in the initial state:", file=out)
+        print("\n".join(render_state(cti.before)), file=out)
+        _fail(f"{cti.broken} is false initially", command)
+        return EXIT_FAIL
+    what = "the step invariant" if cti.broken in names and cti.broken not in res.conjuncts else ""
+    print(f"NOT INDUCTIVE: {what + ' ' if what else ''}{cti.broken} is broken by {cti.action.name} from a state "
+          f"that satisfies {', '.join(res.conjuncts)}", file=out)
+    print(f"counterexample to induction ({res.seconds:.1f} s):", file=out)
+    print("state before:", file=out)
+    print("\n".join(render_state(cti.before, indent="  ")), file=out)
+    print(f"action: {'; '.join(str(a) for a in cti.explicit)}", file=out)
+    print("what it changes:", file=out)
+    print("\n".join(render_changes(diff(cti.before, cti.after), indent="  ")), file=out)
+    print(_para("", "This state may be unreachable: then the invariants are true but too weak to prove "
+                "alone; add a lemma (--lemmas) that rules it out. --confirm looks for a reachable state "
+                "where the same action breaks it (small configurations)."), file=out)
+    if args.confirm:
+        _confirm(args, command, family_ref, family, preset, config, custom, sym, names, lemmas, cti, out)
+    why = f"{cti.broken} is not inductive{' with ' + together if together else ''}: {cti.action.name} breaks it"
+    _fail(why, command)
+    return EXIT_FAIL
+
+
+def _confirm(args, command, family_ref, family, preset, config, custom, sym, names, lemmas, cti, out) -> None:
+    from checker.cli import _build
+    from checker.result import Step, Violation
+    from checker.symbolic import confirm_cti
+    from checker.trace import write_trace
+
+    model = _build(family, config)
+    print(f"confirm: exploring the explicit model for a reachable state where {cti.action.name} breaks "
+          f"{cti.broken} ...", file=out, flush=True)
+    try:
+        found = confirm_cti(sym, model, cti, names, lemmas, max_states=args.max_states)
+    except NotImplementedError:
+        raise UsageError("--confirm needs the family's symbolic encoding to implement abstract(state, frame); "
+                         "drop --confirm") from None
+    if found is None:
+        print(f"confirm: no reachable state of the explicit model lets {cti.action.name} break {cti.broken} "
+              f"(the CTI is not reachable in this configuration)", file=out)
+        return
+    path, act = found
+    from checker.bfs import replay_path
+    steps = replay_path(model, [a for _s, a, _d in path] + [act])
+    v = Violation(cti.broken, "always", [Step(s.action, s.state, s.fingerprint) for s in steps],
+                  f"{cti.broken} is broken by {act} from a reachable state (kmc prove --confirm)")
+    label = f"{preset}-custom" if custom else preset
+    trace = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
+                        violation=v, engine="prove", command=command, label=label)
+    print(f"CONFIRMED: reachable in {len(steps) - 1} steps; the explicit model agrees (its {cti.broken} fails "
+          f"on the last step, and z3 finds the same CTI on that state)", file=out)
+    print(f"  trace saved to {trace}", file=out)
+    print(f"  replay it: kmc replay {shlex.quote(str(trace))}", file=out)
