@@ -168,6 +168,7 @@ class SymInvariant:
     predicate: Callable[..., z3.BoolRef]
     rationale: str = ""
     step: bool = False
+    per_action: bool = True    # a step predicate that ignores act and params: False (built once per step)
 
 
 def lemma(name: str, predicate: Callable[[Any], z3.BoolRef], rationale: str = "") -> SymInvariant:
@@ -311,6 +312,13 @@ def _state_pred(inv: SymInvariant, f: Frame) -> z3.BoolRef:
 def _step_violation(inv: SymInvariant, step: _Step) -> z3.BoolRef:
     """Some chosen instance breaks step invariant ``inv`` (instances where it holds
     trivially are left out)."""
+    if not inv.per_action:
+        try:
+            return z3.Not(inv.predicate(step.f, None, None, step.g))
+        except (UsageError, ModelError):
+            raise
+        except Exception as e:
+            raise ModelError(f"step invariant {inv.name!r}: building its predicate raised {_exc(e)}") from e
     parts = []
     for i in step.idx:
         a = step.acts[i]
@@ -561,13 +569,23 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
             s.add(*step.constraints)
             frames.append(g)
             steps.append(step)
+        bads = []
         for inv in invs:
             if inv.step:
                 if k == 0:
                     continue
-                bad = _step_violation(inv, steps[-1])
+                bads.append((inv, _step_violation(inv, steps[-1])))
             else:
-                bad = z3.Not(_state_pred(inv, frames[-1]))
+                bads.append((inv, z3.Not(_state_pred(inv, frames[-1]))))
+        if len(bads) > 1:
+            # one query for "any of them" first: a depth without a violation costs one
+            s.push()
+            s.add(z3.Or([b for _, b in bads]))
+            answer = s.check()
+            s.pop()
+            if answer == z3.unsat:
+                bads = []
+        for inv, bad in bads:
             s.push()
             s.add(bad)
             answer = s.check()

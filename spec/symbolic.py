@@ -796,9 +796,9 @@ class KafkaSymbolic(SymbolicModel):
             SymInvariant("AtMostOneLeaderPerEpoch", self._one_leader_per_epoch),
             SymInvariant("AtMostOneActiveController", self._one_active_controller),
             SymInvariant("ControllerEpochFencing", self._controller_epoch_fencing, step=True),
-            SymInvariant("LegalStateTransitions", self._legal_transitions, step=True),
-            SymInvariant("EpochsMonotonic", self._epochs_monotonic, step=True),
-            SymInvariant("LeaderElectedFromIsr", self._leader_elected_from_isr, step=True),
+            SymInvariant("LegalStateTransitions", self._legal_transitions, step=True, per_action=False),
+            SymInvariant("EpochsMonotonic", self._epochs_monotonic, step=True, per_action=False),
+            SymInvariant("LeaderElectedFromIsr", self._leader_elected_from_isr, step=True, per_action=False),
         ]
 
     def _leader_in_isr(self, f: KFrame):

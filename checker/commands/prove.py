@@ -142,7 +142,8 @@ def _confirm(args, command, family_ref, family, preset, config, custom, sym, nam
     label = f"{preset}-custom" if custom else preset
     trace = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
                         violation=v, engine="prove", command=command, label=label)
-    print(f"CONFIRMED: reachable in {len(steps) - 1} steps; the explicit model agrees (its {cti.broken} fails "
-          f"on the last step, and z3 finds the same CTI on that state)", file=out)
+    print(f"CONFIRMED: reachable in {len(steps) - 1} steps: the explicit {cti.broken} fails on the last step, "
+          f"and z3 agrees (that state satisfies every conjunct, and its symbolic step to the explicit successor "
+          f"breaks {cti.broken})", file=out)
     print(f"  trace saved to {trace}", file=out)
     print(f"  replay it: kmc replay {shlex.quote(str(trace))}", file=out)

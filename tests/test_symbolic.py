@@ -1,0 +1,273 @@
+"""z3: inductive proofs (kmc prove) and bounded model checking (kmc bmc) on the Kafka
+encoding (spec/symbolic.py), checked against the explicit model, which is the
+reference: BMC counterexamples must replay there, CTIs of a known-bad variant must be
+reachable there, and explicit transitions must be symbolic transitions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import z3
+
+from checker.config import resolve
+from checker.graph import explore
+from checker.symbolic import _Step, bmc, confirm_cti, load_lemmas, prove, to_explicit
+from spec.config import KafkaConfig
+from spec.family import FAMILY
+from spec.symbolic import KafkaSymbolic
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA = ["--model", "spec.family:FAMILY"]
+LEMMAS = ROOT / "examples" / "lemmas.py"
+
+
+def kmc(*args, seed="0", cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
+    return subprocess.run([sys.executable, "-m", "checker", *args], check=False, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def config(preset="default", **over):
+    return resolve(FAMILY, preset, over)
+
+
+def sym(preset="default", **over):
+    return KafkaSymbolic(KafkaConfig(**config(preset, **over)))
+
+
+def lemmas():
+    return load_lemmas(LEMMAS)
+
+
+# ------------------------------------------------------------------------- prove
+
+@pytest.mark.parametrize("brokers", [2, 3, 4])
+def test_at_most_one_active_controller_is_inductive_with_the_lemmas(brokers):
+    res = prove(sym(brokers=brokers, replication_factor=2), ["AtMostOneActiveController"], lemmas=lemmas())
+    assert res.proved, res.cti and (res.cti.broken, res.cti.action.label)
+    assert "CopiesMatchZooKeeper" in res.conjuncts and "TypeOK" in res.conjuncts
+
+
+@pytest.mark.parametrize("brokers", [3, 5])
+def test_controller_epoch_fencing_is_inductive_alone_with_both_fences_on(brokers):
+    res = prove(sym(brokers=brokers), ["ControllerEpochFencing"])
+    assert res.proved
+
+
+def test_leader_in_isr_is_not_inductive_alone_and_is_with_the_lemmas():
+    alone = prove(sym(brokers=3), ["LeaderInIsr"])
+    assert not alone.proved and alone.cti is not None and alone.cti.broken == "LeaderInIsr"
+    assert prove(sym(brokers=3), ["LeaderInIsr"], lemmas=lemmas()).proved
+
+
+def test_a_cti_names_the_action_and_shows_a_state_that_breaks_the_invariant():
+    res = prove(sym(brokers=3), ["AtMostOneActiveController"])
+    cti = res.cti
+    assert not res.proved and cti is not None and cti.broken == "AtMostOneActiveController"
+    assert cti.explicit and cti.explicit[0].name == cti.action.name
+    # the state after has two running brokers with a context of the current epoch
+    epoch = cti.after["zk"]["controller_epoch"]
+    active = [b for b, d in cti.after["broker"].items()
+              if d["alive"] and d.get("controller", {}).get("epoch") == epoch]
+    assert len(active) >= 2
+
+
+def test_the_cti_does_not_depend_on_the_hash_seed():
+    """z3 answers the same query the same way, and the queries are built in a fixed
+    order: two runs print the same CTI (within one process, z3's shared context may
+    choose another model, so this runs the command)."""
+    outs = [kmc("prove", *KAFKA, "--brokers", "3", "--invariant", "AtMostOneActiveController", "--quiet",
+                seed=seed).stdout for seed in ("1", "4242")]
+    assert "NOT INDUCTIVE" in outs[0] and outs[0] == outs[1]
+
+
+def test_a_wrong_lemma_is_caught_as_not_inductive(tmp_path):
+    """The lemmas are proved too: a false 'lemma' cannot buy a proof."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import z3\nfrom checker.symbolic import lemma\n"
+                   "NoController = lemma('NoController', lambda f: f.zk_controller == -1)\n")
+    res = prove(sym(brokers=3), ["AtMostOneActiveController"], lemmas=lemmas() + load_lemmas(bad))
+    assert not res.proved and res.cti.broken == "NoController" and res.cti.action.name == "ElectController"
+
+
+def test_reachable_cti_on_the_zombie_variant_is_confirmed_by_the_explicit_model(tmp_path):
+    """zk_epoch_fencing=false: z3's CTI is a zombie controller's ZooKeeper write, and the
+    explicit model reaches a state where that action breaks the property (4 steps, as
+    kmc check finds); the confirmed path is an ordinary trace that kmc replay accepts."""
+    s = sym("zombie")
+    res = prove(s, ["ControllerEpochFencing"])
+    assert not res.proved and res.cti.broken == "ControllerEpochFencing" and res.cti.action.name == "ElectLeader"
+    model = FAMILY.build(config("zombie"))
+    found = confirm_cti(s, model, res.cti, ["ControllerEpochFencing"])
+    assert found is not None
+    path, act = found
+    assert act.name == "ElectLeader" and len(path) + 1 == 4
+    # the same property with the same fix off: the explicit checker's own counterexample
+    p = kmc("check", *KAFKA, "--preset", "zombie", "--quiet", "--traces-dir", str(tmp_path / "check"))
+    assert p.returncode == 1 and "VIOLATED: ControllerEpochFencing" in p.stdout
+    # and through the CLI: the confirmed trace replays
+    p = kmc("prove", *KAFKA, "--preset", "zombie", "--invariant", "ControllerEpochFencing", "--confirm",
+            "--quiet", "--traces-dir", str(tmp_path / "prove"))
+    assert p.returncode == 1, p.stderr
+    assert "NOT INDUCTIVE" in p.stdout and "CONFIRMED: reachable in 4 steps" in p.stdout
+    [trace] = list((tmp_path / "prove").glob("*.json"))
+    r = kmc("replay", str(trace))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "still violated" in r.stdout
+
+
+def test_prove_cli_exit_codes():
+    ok = kmc("prove", *KAFKA, "--brokers", "4", "--invariant", "ControllerEpochFencing", "--quiet")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("PROVED: ControllerEpochFencing")
+    cti = kmc("prove", *KAFKA, "--brokers", "3", "--invariant", "AtMostOneActiveController", "--quiet")
+    assert cti.returncode == 1
+    assert "NOT INDUCTIVE: AtMostOneActiveController" in cti.stdout and "state before:" in cti.stdout
+    assert cti.stderr.strip().endswith("(reproduce: kmc prove --model spec.family:FAMILY --brokers 3 --invariant "
+                                       "AtMostOneActiveController --quiet)")
+
+
+# --------------------------------------------------------------------------- bmc
+
+def test_bmc_finds_the_zombie_counterexample_with_five_brokers_and_it_replays(tmp_path):
+    p = kmc("bmc", *KAFKA, "--preset", "zombie", "--brokers", "5", "--steps", "5", "--property",
+            "ControllerEpochFencing", "--traces-dir", str(tmp_path))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "ControllerEpochFencing violated after 4 steps" in p.stdout
+    assert "the encodings agree" in p.stdout
+    [trace] = list(tmp_path.glob("*.json"))
+    doc = json.loads(trace.read_text())
+    assert doc["config"]["brokers"] == 5 and doc["engine"] == "bmc"
+    assert [s["action"]["name"] for s in doc["steps"][1:]] == [
+        "ElectController", "ExpireSession", "ElectController", "ElectLeader"]
+    r = kmc("replay", str(trace))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "property 'ControllerEpochFencing' is still violated" in r.stdout
+
+
+def test_bmc_with_every_fence_on_finds_nothing_within_the_bound():
+    p = kmc("bmc", *KAFKA, "--preset", "zombie", "--brokers", "3", "--set", "zk_epoch_fencing=true",
+            "--steps", "4", "--property", "ControllerEpochFencing", "--quiet")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no violation within 4 steps" in p.stdout and "not a proof" in p.stdout
+
+
+def test_bmc_trace_does_not_depend_on_the_hash_seed(tmp_path):
+    runs = []
+    for seed in ("1", "4242"):
+        out = tmp_path / seed
+        p = kmc("bmc", *KAFKA, "--preset", "zombie", "--brokers", "3", "--steps", "4", "--property",
+                "ControllerEpochFencing", "--quiet", "--traces-dir", str(out), seed=seed)
+        assert p.returncode == 1, p.stderr
+        [trace] = list(out.glob("*.json"))
+        doc = json.loads(trace.read_text())
+        runs.append([(s["action"], s["fingerprint"]) for s in doc["steps"]])
+    assert runs[0] == runs[1]
+
+
+def test_a_symbolic_counterexample_that_does_not_replay_is_a_disagreement():
+    """The replay is the agreement check: an action sequence the explicit model does
+    not allow is reported with the step and the reason."""
+    model = FAMILY.build(config("zombie"))
+    prop = {p.name: p for p in model.properties()}["ControllerEpochFencing"]
+    from checker.model import action
+    _path, why = to_explicit(model, [action("ElectController", broker=0), action("ElectController", broker=1)], prop)
+    assert why is not None and "not enabled" in why
+    _path, why = to_explicit(model, [action("ElectController", broker=0)], prop)
+    assert why is not None and "holds" in why
+
+
+def test_explicit_transitions_are_symbolic_transitions():
+    """One direction of agreement, on a sample of the tiny preset's edges: for an explicit
+    step s -a-> t, the symbolic step relation allows abstract(s) -> abstract(t) with an
+    instance of the same name that decodes to a.  (BMC replays check the other way.)"""
+    s = sym("tiny")
+    model = FAMILY.build(config("tiny"))
+    graph = explore(model)
+    acts = s.actions()
+    by_name: dict = {}
+    for i, a in enumerate(acts):
+        by_name.setdefault(a.name, []).append(i)
+    checked = 0
+    for src, a, dst in graph.edges[::23]:
+        f, g = s.frame("s"), s.frame("t")
+        step = _Step(s, acts, by_name[a.name], f, g, "x")
+        solver = z3.Solver()
+        solver.add(s.abstract(graph.states[src], f), s.abstract(graph.states[dst], g), *step.constraints)
+        assert solver.check() == z3.sat, f"{a} from state {src} is not a symbolic step"
+        m = solver.model()
+        from checker.symbolic import evaluator
+        i = m.eval(step.sel, model_completion=True).as_long()
+        assert acts[i].explicit(evaluator(m), f, step.params_of(i)) == [a]
+        checked += 1
+    assert checked > 100
+
+
+# ---------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("args, words", [
+    (["prove", "--invariant", "NoSuchThing"], "invariant 'NoSuchThing' has no symbolic encoding"),
+    (["prove", "--invariant", "LeaderInIsr", "--set", "max_records=1"], "data path"),
+    (["prove", "--invariant", "LeaderInIsr", "--brokers", "2"], "replication_factor=3 exceeds brokers=2"),
+    (["prove", "--invariant", "LeaderInIsr", "--lemmas", "no/such/file.py"], "lemmas file 'no/such/file.py' does not exist"),
+    (["prove"], "--invariant"),
+    (["bmc", "--preset", "zombie"], "--steps"),
+    (["bmc", "--steps", "0"], "expects a number >= 1"),
+    (["bmc", "--steps", "3", "--property", "Nope"], "invariant 'Nope' has no symbolic encoding"),
+    (["bmc", "--steps", "3", "--preset", "nope"], "unknown preset 'nope'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, words):
+    p = kmc(args[0], *KAFKA, *args[1:])
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr
+    assert words in lines[0] and "(reproduce: kmc " in lines[0]
+
+
+# -------------------------------------------------------------------------- slow
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, prop, brokers, steps, names", [
+    ("unclean", "LeaderElectedFromIsr", 5, 7, ["CrashBroker", "ElectLeader"]),
+    ("zombie", "ControllerEpochFencing", 7, 4, ["ExpireSession", "ElectLeader"]),
+    ("no-controller-fencing", "ControllerEpochFencing", 2, 7, ["DeliverLeaderAndIsr"]),
+])
+def test_bmc_finds_the_known_bad_variants_and_the_traces_replay(tmp_path, preset, prop, brokers, steps, names):
+    s = sym(preset, brokers=brokers)
+    res = bmc(s, steps, [prop])
+    assert res.violation is not None and res.violation.property == prop and res.violation.depth == steps
+    acts = [a.name for a in res.violation.actions]
+    assert all(n in acts for n in names) and acts[-1] == names[-1]
+    model = FAMILY.build(config(preset, brokers=brokers))
+    explicit = {p.name: p for p in model.properties()}[prop]
+    path, why = to_explicit(model, res.violation.actions, explicit)
+    assert why is None and len(path) == steps + 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("brokers", [3, 5, 7])
+def test_every_invariant_but_one_leader_per_epoch_is_proved_with_the_lemmas(brokers):
+    names = ["LeaderInIsr", "IsrSubsetOfAssignedReplicas", "AtMostOneActiveController", "ControllerEpochFencing",
+             "LegalStateTransitions", "EpochsMonotonic", "LeaderElectedFromIsr"]
+    res = prove(sym(brokers=brokers), names, lemmas=lemmas())
+    assert res.proved, res.cti and (res.cti.broken, res.cti.action.label)
+
+
+@pytest.mark.slow
+def test_the_lemmas_hold_on_every_reachable_state_of_failover():
+    """The lemmas are claims about the explicit model too: check them on every state it
+    reaches (a lemma that only holds symbolically would be a disagreement)."""
+    s = sym("failover")
+    model = FAMILY.build(config("failover"))
+    f = s.frame("r")
+    conj = z3.And([s.wellformed(f)] + [lem.predicate(f) for lem in lemmas()])
+    graph = explore(model)
+    for n, st in enumerate(graph.states[::7]):
+        solver = z3.Solver()
+        solver.add(s.abstract(st, f), z3.Not(conj))
+        assert solver.check() == z3.unsat, f"a lemma fails on reachable state {n * 7}"
