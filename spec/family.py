@@ -37,7 +37,7 @@ _DOCS = {
 }
 
 _RANGES = {
-    "brokers": (1, 9), "partitions": (1, 4), "replication_factor": (1, 6),
+    "brokers": (1, 16), "partitions": (1, 4), "replication_factor": (1, 6),
     "max_crashes": (0, 5), "max_session_expiries": (0, 5), "max_controller_failovers": (0, 5),
     "max_isr_shrinks": (0, 5), "max_unclean_elections": (0, 5), "max_controlled_shutdowns": (0, 3),
     "max_topic_deletions": (0, 1), "max_records": (0, 4), "min_insync_replicas": (1, 6),
