@@ -36,15 +36,24 @@ HIDDEN = frozenset(controller.APPLY) - {"ElectController", "ControlledShutdown"}
 _LIMIT = 200
 
 
-def settle(model, state, actions, apply, taken: list | None = None):
+def _reactions(model, state) -> list:
+    """The hidden actions enabled in ``state``, in the full model's order (only the
+    controller's enabling functions can produce them)."""
+    out: list = []
+    for enabled in controller.ENABLED:
+        enabled(model, state, out)
+    return [a for a in out if a.name in HIDDEN]
+
+
+def settle(model, state, apply, taken: list | None = None):
     """Run the active controller's reactions on ``state`` until none is enabled.
 
-    ``actions(state)`` and ``apply(state, action)`` are the full model's; the first
+    ``apply(state, action)`` is the full model's next-state function; the first
     enabled hidden action is taken each time, so the result is deterministic.  The
     actions taken are appended to ``taken`` when given (see ``expand``).
     """
     for _ in range(_LIMIT):
-        hidden = [a for a in actions(state) if a.name in HIDDEN]
+        hidden = _reactions(model, state)
         if not hidden:
             return state
         if taken is not None:
@@ -62,14 +71,14 @@ def atomic_model_class():
     class AtomicKafkaModel(KafkaModel):
         def init_states(self):
             full = super()
-            return [settle(self, s, full.actions, full.next_state) for s in full.init_states()]
+            return [settle(self, s, full.next_state) for s in full.init_states()]
 
         def actions(self, state):
             return [a for a in super().actions(state) if a.name not in HIDDEN]
 
         def next_state(self, state, act):
             full = super()
-            return settle(self, full.next_state(state, act), full.actions, full.next_state)
+            return settle(self, full.next_state(state, act), full.next_state)
 
     return AtomicKafkaModel
 
@@ -88,8 +97,8 @@ def expand(model, actions) -> list:
 
     full = KafkaModel(model.cfg)
     out: list = []
-    state = settle(full, full.init_states()[0], full.actions, full.next_state, out)
+    state = settle(full, full.init_states()[0], full.next_state, out)
     for act in actions:
         out.append(act)
-        state = settle(full, full.next_state(state, act), full.actions, full.next_state, out)
+        state = settle(full, full.next_state(state, act), full.next_state, out)
     return out
