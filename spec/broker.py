@@ -18,8 +18,9 @@ DOCS = {
     "DeliverLeaderAndIsr": "a broker handles a LeaderAndIsr request in flight: rejected if its controller "
                            "epoch is older than the broker has seen (StaleControllerEpoch) or its leader "
                            "epoch is not newer (StaleLeaderEpoch); else the broker becomes leader or follower",
-    "DeliverStopReplica": "a broker handles StopReplica(delete=true): it deletes its replica and the "
-                          "controller that sent it records ReplicaDeletionSuccessful",
+    "DeliverStopReplica": "a broker handles StopReplica: it stops fetching; with delete=true it also deletes "
+                          "its replica (log included) and, during topic deletion, the controller that sent it "
+                          "records ReplicaDeletionSuccessful",
     "ShrinkIsr": "the leader removes a follower that fell behind or died from the ISR "
                  "(conditional write on the znode version it holds)",
     "ExpandIsr": "the leader adds back a follower that follows it in the current leader epoch",
@@ -31,20 +32,26 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
         if not br.alive:
             continue
         for req in br.inbox:
+            # The AR a request carries and StopReplica's delete flag are only arguments
+            # when reassignment is configured: without it they are always the static AR
+            # and delete=true, and actions (hence traces) keep their earlier spelling.
             if type(req) is LeaderAndIsr:
+                extra = {"replicas": req.replicas} if m.reassign_targets else {}
                 out.append(action("DeliverLeaderAndIsr", broker=b, partition=req.partition,
                                   controller_epoch=req.controller_epoch, leader=req.leader,
-                                  leader_epoch=req.leader_epoch, isr=req.isr, version=req.version))
+                                  leader_epoch=req.leader_epoch, isr=req.isr, version=req.version, **extra))
             else:
+                extra = {"delete": req.delete} if m.reassign_targets else {}
                 out.append(action("DeliverStopReplica", broker=b, partition=req.partition,
-                                  controller_epoch=req.controller_epoch))
+                                  controller_epoch=req.controller_epoch, **extra))
 
 
-def _request(a: Action):
+def _request(m, a: Action):
+    p = a.get("partition")
     if a.name == "DeliverLeaderAndIsr":
-        return LeaderAndIsr(a.get("controller_epoch"), a.get("partition"), a.get("leader"),
-                            a.get("leader_epoch"), a.get("isr"), a.get("version"))
-    return StopReplica(a.get("controller_epoch"), a.get("partition"))
+        return LeaderAndIsr(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"), a.get("isr"),
+                            a.get("version"), a.get("replicas", m.initial_ar[p]))
+    return StopReplica(a.get("controller_epoch"), p, a.get("delete", True))
 
 
 def _fenced(m, br, req) -> bool:
@@ -56,7 +63,7 @@ def _receive(m, s: KafkaState, a: Action):
     """Take the delivered request out of the broker's inbox: ``(b, req, broker,
     fenced)``, the broker already without the request."""
     b = a.get("broker")
-    req = _request(a)
+    req = _request(m, a)
     br = s.brokers[b]
     fenced = _fenced(m, br, req)
     return b, req, br._replace(inbox=tuple(r for r in br.inbox if r != req)), fenced
@@ -69,10 +76,12 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         current = br.partitions[req.partition]
         parts = br.partitions
         applied = req.leader_epoch > current.leader_epoch
+        assigned = br.assigned
         if applied:
             parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
                                                         req.controller_epoch, req.version))
-        br = br._replace(controller_epoch_seen=seen, partitions=parts)
+            assigned = put(assigned, req.partition, req.replicas)
+        br = br._replace(controller_epoch_seen=seen, partitions=parts, assigned=assigned)
         s = s._replace(brokers=put(s.brokers, b, br))
         if applied and m.cfg.data_path:
             if req.leader == b:
@@ -87,9 +96,23 @@ def deliver_stop_replica(m, s: KafkaState, a: Action) -> KafkaState:
     b, req, br, fenced = _receive(m, s, a)
     if fenced:
         return s._replace(brokers=put(s.brokers, b, br))
-    br = br._replace(controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
-                     partitions=put(br.partitions, req.partition, NO_STATE))
+    p = req.partition
+    seen = max(br.controller_epoch_seen, req.controller_epoch)
+    if req.delete:
+        # The replica is deleted, log included: a later assignment starts it empty.
+        replicas = put(br.replicas, p, m.fresh_replicas()[p]) if br.replicas else br.replicas
+        br = br._replace(controller_epoch_seen=seen, partitions=put(br.partitions, p, NO_STATE),
+                         assigned=put(br.assigned, p, ()), replicas=replicas)
+    else:
+        # Stop fetching and leading; the log and the leader epoch stay (Kafka keeps the
+        # Partition, so a stale LeaderAndIsr is still refused).
+        li = br.partitions[p]
+        if li.version != NO_STATE.version:
+            br = br._replace(partitions=put(br.partitions, p, li._replace(leader=NO_LEADER)))
+        br = br._replace(controller_epoch_seen=seen)
     s = s._replace(brokers=put(s.brokers, b, br))
+    if not req.delete:
+        return s
     # The response reaches the controller that sent the request, if it still runs
     # with that epoch; it records the replica as deleted.
     for c, cb in enumerate(s.brokers):
@@ -114,7 +137,7 @@ def isr_change_enabled(m, s: KafkaState, out: list) -> None:
         for p, li in enumerate(br.partitions):
             if li.leader != b or zkparts[p].version != li.version:
                 continue  # not leader, or its conditional write would fail
-            for f in m.ar[p]:
+            for f in br.assigned[p]:
                 if f == b:
                     continue
                 if f in li.isr:

@@ -30,6 +30,8 @@ class KafkaConfig:
     max_unclean_elections: int = 1
     max_controlled_shutdowns: int = 0
     max_topic_deletions: int = 0
+    # partition reassignment (issue 4; off when empty):
+    reassignments: str = ""                 # admin requests in order, ";"-separated: "P:r,r,..." or "r,r,..." (P=0)
 
     def __post_init__(self) -> None:
         if self.min_insync_replicas > self.replication_factor:
@@ -42,9 +44,52 @@ class KafkaConfig:
                 f"set replication_factor <= brokers"
             )
 
+        _ = self.reassign_targets  # raises ValueError on a malformed list
+
+    @property
+    def reassign_targets(self) -> tuple:
+        """The admin's reassignment requests, in the order it makes them:
+        ``((partition, RAR), ...)``.  At most one is pending at a time, as
+        kafka-reassign-partitions refuses to write while one runs.
+
+        >>> KafkaConfig(brokers=4, reassignments="1,2,3;0:0,1").reassign_targets
+        ((0, (1, 2, 3)), (0, (0, 1)))
+        """
+        out = []
+        for item in (x.strip() for x in self.reassignments.split(";")):
+            if not item:
+                continue
+            part, _, replicas = item.rpartition(":")
+            try:
+                p = int(part) if part.strip() else 0
+                rar = tuple(int(r) for r in replicas.split(","))
+            except ValueError:
+                raise ValueError(f"reassignments={self.reassignments!r}: {item!r} is not 'P:r,r,...' or "
+                                 f"'r,r,...' with integer ids; write e.g. reassignments=\"0:1,2\"") from None
+            if not 0 <= p < self.partitions:
+                raise ValueError(f"reassignments={self.reassignments!r}: partition {p} does not exist; "
+                                 f"use 0..{self.partitions - 1}")
+            if any(not 0 <= r < self.brokers for r in rar) or len(set(rar)) != len(rar):
+                raise ValueError(f"reassignments={self.reassignments!r}: {item!r} must list distinct broker "
+                                 f"ids in 0..{self.brokers - 1}")
+            out.append((p, rar))
+        return tuple(out)
+
     @property
     def data_path(self) -> bool:
         return self.max_records > 0
+
+    def replica_slots(self, partition: int) -> tuple:
+        """Every broker that may ever hold a replica of ``partition``: its initial AR,
+        then each broker a reassignment target adds, in order of first mention.
+        Per-replica tuples (the controller's replica states, a leader's follower
+        LEOs) are indexed by position in this tuple, so that they keep their shape
+        while the AR changes.  Without reassignment it is the AR itself."""
+        slots = list(self.assignment(partition))
+        for p, rar in self.reassign_targets:
+            if p == partition:
+                slots.extend(r for r in rar if r not in slots)
+        return tuple(slots)
 
     def assignment(self, partition: int) -> tuple:
         """AR of a partition: round-robin from broker ``partition``, as Kafka's

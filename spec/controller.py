@@ -18,7 +18,7 @@ from spec.state import (
     NEW_PARTITION, NEW_REPLICA, NO_LEADER, NO_STATE, NO_VERSION, NON_EXISTENT_PARTITION,
     NON_EXISTENT_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
-    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, add_request, put,
+    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, add_request, put,
 )
 from spec.statemachines import legal_partition, legal_replica
 
@@ -56,8 +56,10 @@ def _live(ctx: ControllerContext) -> tuple:
     return tuple(x > 0 for x in ctx.live)
 
 
-def _send_leader_and_isr(s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets) -> KafkaState:
-    req = LeaderAndIsr(epoch, p, li.leader, li.leader_epoch, li.isr, li.version)
+def _send_leader_and_isr(s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple) -> KafkaState:
+    """LeaderAndIsr for partition p to each target broker; ``replicas`` is the AR the
+    controller knows (its cache), which the brokers adopt with the leadership."""
+    req = LeaderAndIsr(epoch, p, li.leader, li.leader_epoch, li.isr, li.version, replicas)
     brokers = list(s.brokers)
     for r in targets:
         br = brokers[r]
@@ -125,10 +127,11 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
     live = tuple(x if x > 0 else 0 for x in zk.sessions)
     pstates, rstates = [], []
     for p, zkp in enumerate(zk.partitions):
-        ar = m.ar[p]
+        ar = zk.ar[p]
+        slots = m.ar[p]
         if not zk.topic:
             pstates.append(NON_EXISTENT_PARTITION)
-            rstates.append(tuple(NON_EXISTENT_REPLICA for _ in ar))
+            rstates.append(tuple(NON_EXISTENT_REPLICA for _ in slots))
             continue
         if zkp.version == NO_VERSION:
             pstates.append(NEW_PARTITION)
@@ -138,15 +141,21 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
             pstates.append(OFFLINE_PARTITION)
         # Kafka 2.x initializeReplicaState: replicas on dead brokers are marked
         # ReplicaDeletionIneligible "to be on the safer side".
-        rstates.append(tuple(ONLINE_REPLICA if live[r] else REPLICA_DELETION_INELIGIBLE for r in ar))
+        # Slots outside the AR hold no replica (NonExistentReplica).
+        rstates.append(tuple((ONLINE_REPLICA if live[r] else REPLICA_DELETION_INELIGIBLE) if r in ar
+                             else NON_EXISTENT_REPLICA for r in slots))
+    # initializePartitionReassignment: a pending /admin/reassign_partitions is resumed
+    # from the AR in ZooKeeper, whatever step the predecessor reached.
+    reassigning = tuple(Reassignment(rar, zk.ar[p], "0") if rar and zk.topic else None
+                        for p, rar in enumerate(zk.reassign))
     ctx = ControllerContext(epoch, live, zk.partitions, tuple(pstates), tuple(rstates),
-                            tuple(False for _ in s.brokers), False)
+                            tuple(False for _ in s.brokers), False, zk.ar, reassigning)
     s = s._replace(zk=zk._replace(controller=b, controller_epoch=epoch))
     s = _with_ctx(s, b, ctx)
     if zk.topic:
         for p, zkp in enumerate(zk.partitions):
             if zkp.version != NO_VERSION:
-                s = _send_leader_and_isr(s, epoch, p, zkp, [r for r in m.ar[p] if live[r]])
+                s = _send_leader_and_isr(s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p])
     return s
 
 
@@ -167,10 +176,10 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
     c, b = a.get("controller"), a.get("broker")
     ctx = s.brokers[c].ctx
     pstates, rstates = list(ctx.partition_states), list(ctx.replica_states)
-    for p, ar in enumerate(m.ar):
+    for p, ar in enumerate(ctx.ar):   # replicasOnBrokers: from the cached AR
         if b not in ar:
             continue
-        i = ar.index(b)
+        i = m.ar[p].index(b)
         rs = rstates[p]
         if rs[i] == REPLICA_DELETION_STARTED:
             rstates[p] = put(rs, i, REPLICA_DELETION_INELIGIBLE)
@@ -191,10 +200,10 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
     ctx = s.brokers[c].ctx
     rstates = list(ctx.replica_states)
     targets = []
-    for p, ar in enumerate(m.ar):
+    for p, ar in enumerate(ctx.ar):
         if b not in ar:
             continue
-        i = ar.index(b)
+        i = m.ar[p].index(b)
         if not ctx.deleting and ctx.replica_states[p][i] in (OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, NEW_REPLICA):
             rstates[p] = put(rstates[p], i, ONLINE_REPLICA)
         # A partition about to be elected (OfflinePartition) is not sent its cached,
@@ -205,7 +214,7 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
     ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
     s = _with_ctx(s, c, ctx)
     for p in targets:
-        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [b])
+        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p])
     return s
 
 
@@ -217,7 +226,7 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
     if ctx.deleting:
         return None
     pstate = ctx.partition_states[p]
-    ar = m.ar[p]
+    ar = ctx.ar[p]
     live = _live(ctx)
     cached = s.zk.partitions[p]   # read from ZooKeeper, as Kafka 2.x does before electing
     if pstate == NEW_PARTITION:
@@ -236,7 +245,8 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
     if cached.leader != NO_LEADER and ctx.shutting_down[cached.leader]:
         r = election.controlled_shutdown(ar, cached.isr, live, ctx.shutting_down)
         return ("controlled_shutdown",) + r if r else None
-    if m.cfg.preferred_election and not ctx.shutting_down[ar[0]]:
+    # Kafka leaves partitions being reassigned out of preferred-replica election.
+    if m.cfg.preferred_election and not ctx.shutting_down[ar[0]] and ctx.reassigning[p] is None:
         r = election.preferred_replica(ar, cached.leader, cached.isr, live)
         return ("preferred",) + r if r else None
     return None
@@ -266,7 +276,7 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
     ctx = ctx._replace(partition_states=put(ctx.partition_states, p, ONLINE_PARTITION))
     s = _with_ctx(s, c, ctx)
     live = _live(ctx)
-    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [r for r in m.ar[p] if live[r]])
+    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p])
     g = s.ghost
     if not clean:
         s = s._replace(budget=s.budget._replace(unclean_elections=s.budget.unclean_elections - 1))
@@ -288,9 +298,9 @@ def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
     for c, ctx in _controllers(s):
         if ctx.deleting:
             continue
-        for p, ar in enumerate(m.ar):
-            for i, r in enumerate(ar):
-                if ctx.replica_states[p][i] not in (ONLINE_REPLICA, NEW_REPLICA):
+        for p, ar in enumerate(ctx.ar):
+            for r in ar:
+                if ctx.replica_states[p][m.ar[p].index(r)] not in (ONLINE_REPLICA, NEW_REPLICA):
                     continue
                 if ctx.live[r] == 0 or (ctx.shutting_down[r] and ctx.partitions[p].leader != r):
                     out.append(action("RemoveReplicaFromIsr", controller=c, partition=p, replica=r))
@@ -307,7 +317,7 @@ def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
         ctx = s.brokers[c].ctx
         live = _live(ctx)
         s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p],
-                                 [x for x in m.ar[p] if live[x] and x != r])
+                                 [x for x in ctx.ar[p] if live[x] and x != r], ctx.ar[p])
     ctx = s.brokers[c].ctx
     i = m.ar[p].index(r)
     rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
@@ -358,14 +368,16 @@ def deletion_enabled(m, s: KafkaState, out: list) -> None:
         return
     for c, ctx in _controllers(s):
         if not ctx.deleting:
-            if s.zk.delete_topic and s.zk.controller == c:
+            # A topic with a reassignment pending is ineligible for deletion (Kafka 2.x).
+            if (s.zk.delete_topic and s.zk.controller == c and not any(s.zk.reassign)
+                    and all(r is None for r in ctx.reassigning)):
                 out.append(action("StartTopicDeletion", controller=c))
             continue
         all_done = True
         live = _live(ctx)
-        for p, ar in enumerate(m.ar):
-            for i, r in enumerate(ar):
-                st = ctx.replica_states[p][i]
+        for p, ar in enumerate(ctx.ar):
+            for r in ar:
+                st = ctx.replica_states[p][m.ar[p].index(r)]
                 if st != REPLICA_DELETION_SUCCESSFUL:
                     all_done = False
                 if st == OFFLINE_REPLICA:
@@ -393,7 +405,7 @@ def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     i = m.ar[p].index(r)
     if ctx.live[r] > 0:
         st = REPLICA_DELETION_STARTED
-        req = StopReplica(ctx.epoch, p)
+        req = StopReplica(ctx.epoch, p, True)
         br = s.brokers[r]
         s = s._replace(brokers=put(s.brokers, r, br._replace(inbox=add_request(br.inbox, req))))
     else:

@@ -49,3 +49,13 @@ def controlled_shutdown(ar: tuple, isr: tuple, live: tuple, shutting_down: tuple
         if live[r] and r in isr and not shutting_down[r]:
             return r, tuple(x for x in isr if not shutting_down[x]), True
     return None
+
+
+def reassign_partition(rar: tuple, isr: tuple, live: tuple) -> tuple | None:
+    """ReassignPartition (step 7 of a reassignment): the first replica of RAR that is
+    alive and in the ISR; the ISR is unchanged (the old replicas leave it at step 8).
+    Never unclean: with no such replica the controller waits."""
+    for r in rar:
+        if live[r] and r in isr:
+            return r, isr, True
+    return None

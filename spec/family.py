@@ -15,7 +15,7 @@ from spec.model import DOCS, MODEL_VERSION, KafkaModel
 _DOCS = {
     "brokers": "number of brokers (ids 0..n-1)",
     "partitions": "partitions of the one topic",
-    "replication_factor": "replicas per partition; AR of partition p starts at broker p, round-robin",
+    "replication_factor": "replicas per partition; the initial AR of partition p starts at broker p, round-robin",
     "controller_epoch_fencing": "brokers reject requests from an older controller epoch (StaleControllerEpoch)",
     "zk_epoch_fencing": "controller ZooKeeper writes are also conditional on the controller epoch (KAFKA-6082)",
     "unclean_leader_election": "unclean.leader.election.enable: elect a replica outside the ISR when no ISR member lives",
@@ -34,6 +34,8 @@ _DOCS = {
     "max_unclean_elections": "unclean elections that may happen (when enabled)",
     "max_controlled_shutdowns": "controlled shutdowns that may be requested",
     "max_topic_deletions": "topic deletions the admin may request",
+    "reassignments": "partition reassignments the admin requests, in order, separated by ';': 'P:r,r,...' "
+                     "(RAR of partition P) or 'r,r,...' (partition 0); '' turns reassignment off",
 }
 
 _RANGES = {

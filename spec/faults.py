@@ -40,7 +40,8 @@ def _stop(s: KafkaState, b: int) -> KafkaState:
         sessions = put(sessions, b, -sessions[b])
     controller = NO_LEADER if zk.controller == b else zk.controller
     old = s.brokers[b]
-    dead = Broker(False, 0, tuple(NO_STATE for _ in old.partitions), (), None, datapath.on_stop(old.replicas))
+    dead = Broker(False, 0, tuple(NO_STATE for _ in old.partitions), (), None, datapath.on_stop(old.replicas),
+                  tuple(() for _ in old.partitions))
     return s._replace(zk=zk._replace(sessions=sessions, controller=controller),
                       brokers=put(s.brokers, b, dead))
 

@@ -18,17 +18,17 @@ import json
 from typing import Any, Mapping
 
 from checker.model import Action, Model
-from spec import broker, controller, datapath, faults, liveness
+from spec import broker, controller, datapath, faults, liveness, reassign
 from spec.config import KafkaConfig
 from spec.properties import properties
 from spec.state import (
-    NO_GHOST, NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk,
+    NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk, no_ghost,
 )
 
 MODEL_NAME = "kafka-controller"
-MODEL_VERSION = "2"
+MODEL_VERSION = "3"
 
-_FAMILIES = (faults, controller, broker, datapath)
+_FAMILIES = (faults, controller, broker, datapath, reassign)
 ENABLED = tuple(f for fam in _FAMILIES for f in fam.ENABLED)
 APPLY = {name: fn for fam in _FAMILIES for name, fn in fam.APPLY.items()}
 DOCS = {name: doc for fam in _FAMILIES for name, doc in fam.DOCS.items()}
@@ -40,8 +40,15 @@ class KafkaModel(Model):
 
     def __init__(self, cfg: KafkaConfig):
         self.cfg = cfg
-        self.ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
-        self._properties = properties(cfg, self.ar) + liveness.liveness_properties(cfg)
+        # The AR itself lives in ZooKeeper (``s.zk.ar``) and changes with reassignment.
+        # ``ar`` is each partition's replica *slots*: the initial AR followed by every
+        # broker a configured reassignment may add.  Per-replica tuples (replica states,
+        # a leader's follower LEOs) are indexed by position here; without reassignment
+        # the slots are exactly the AR.
+        self.ar = tuple(cfg.replica_slots(p) for p in range(cfg.partitions))
+        self.initial_ar = tuple(cfg.assignment(p) for p in range(cfg.partitions))
+        self.reassign_targets = cfg.reassign_targets
+        self._properties = properties(cfg, self) + liveness.liveness_properties(cfg)
 
     def init_states(self):
         """Every broker is up with a session; the topic exists in ZooKeeper with its
@@ -50,19 +57,30 @@ class KafkaModel(Model):
         cfg = self.cfg
         n = cfg.brokers
         zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), True,
-                tuple(NO_STATE for _ in range(cfg.partitions)), False)
-        replicas = tuple(datapath.fresh_replica(cfg.replication_factor) for _ in range(cfg.partitions)) \
-            if cfg.data_path else ()
-        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None, replicas)
+                tuple(NO_STATE for _ in range(cfg.partitions)), False, self.initial_ar,
+                tuple(() for _ in range(cfg.partitions)))
+        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None, self.fresh_replicas(),
+                   tuple(() for _ in range(cfg.partitions)))
         budget = Budget(cfg.max_records, cfg.max_crashes, cfg.max_session_expiries, cfg.max_controller_failovers,
                         cfg.max_isr_shrinks, cfg.max_unclean_elections if cfg.unclean_leader_election else 0,
-                        cfg.max_controlled_shutdowns, cfg.max_topic_deletions)
-        return [KafkaState(zk, tuple(b for _ in range(n)), budget, NO_GHOST)]
+                        cfg.max_controlled_shutdowns, cfg.max_topic_deletions, len(self.reassign_targets))
+        return [KafkaState(zk, tuple(b for _ in range(n)), budget, no_ghost(cfg.partitions))]
+
+    def fresh_replicas(self) -> tuple:
+        """Every partition's replica as a broker that never held one has it: an empty
+        log (also what a StopReplica(delete=true) leaves), or () without a data path."""
+        if not self.cfg.data_path:
+            return ()
+        return tuple(datapath.fresh_replica(len(slots)) for slots in self.ar)
 
     def actions(self, state):
         out: list = []
         for enabled in ENABLED:
             enabled(self, state, out)
+        if self.reassign_targets:
+            busy = reassign.busy(self, state)
+            if busy:
+                out = [a for a in out if a.get("controller") not in busy or a.name in reassign.STEP]
         return out
 
     def next_state(self, state, act: Action):
@@ -123,16 +141,18 @@ class KafkaModel(Model):
                 "topic": zk.topic,
                 "delete_topic": zk.delete_topic,
                 "partition": {str(p): _li(li) for p, li in enumerate(zk.partitions)},
+                "ar": {str(p): _ids(ar) for p, ar in enumerate(zk.ar)},
+                "reassign_partitions": {str(p): _ids(r) for p, r in enumerate(zk.reassign) if r},
             },
             "broker": {},
             "budget": s.budget._asdict(),
-            "ghost": {k: (_records(v) if isinstance(v, tuple) else v) for k, v in s.ghost._asdict().items()},
+            "ghost": {k: _ghost(k, v) for k, v in s.ghost._asdict().items()},
         }
         for b, br in enumerate(s.brokers):
             d = {
                 "alive": br.alive,
                 "controller_epoch_seen": br.controller_epoch_seen,
-                "partition": {str(p): _view(b, li) for p, li in enumerate(br.partitions)},
+                "partition": {str(p): _view(b, li, ar) for p, (li, ar) in enumerate(zip(br.partitions, br.assigned))},
                 "in_flight": [_req(r) for r in br.inbox],
             }
             if br.replicas:
@@ -145,6 +165,9 @@ class KafkaModel(Model):
                     "live": _ids(x for x, v in enumerate(c.live) if v > 0),
                     "shutting_down": _ids(x for x, v in enumerate(c.shutting_down) if v),
                     "deleting": c.deleting,
+                    "ar": {str(p): _ids(ar) for p, ar in enumerate(c.ar)},
+                    "reassigning": {str(p): {"target": _ids(r.target), "original": _ids(r.original), "step": r.step}
+                                    for p, r in enumerate(c.reassigning) if r is not None},
                     "partition": {str(p): _li(li) for p, li in enumerate(c.partitions)},
                     "partition_state": {str(p): st for p, st in enumerate(c.partition_states)},
                     "replica_state": {f"{p}.{r}": st for p, rs in enumerate(c.replica_states)
@@ -152,6 +175,12 @@ class KafkaModel(Model):
                 }
             out["broker"][str(b)] = d
         return out
+
+
+def _ghost(k: str, v) -> Any:
+    if k == "inv_leader_moved":
+        return {str(p): _ids(r) for p, r in enumerate(v) if r}
+    return _records(v) if isinstance(v, tuple) else v
 
 
 def _obs_li(li: LeaderIsr) -> dict:
@@ -183,15 +212,17 @@ def _li(li: LeaderIsr) -> Any:
             "controller_epoch": li.controller_epoch, "version": li.version}
 
 
-def _view(b: int, li: LeaderIsr) -> Any:
+def _view(b: int, li: LeaderIsr, ar: tuple) -> Any:
     d = _li(li)
     if d is not None:
         d["role"] = "leader" if li.leader == b else "follower"
+        d["ar"] = _ids(ar)
     return d
 
 
 def _req(r) -> str:
     if type(r) is LeaderAndIsr:
         return (f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, "
-                f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={_ids(r.isr)}, version={r.version})")
-    return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete=True)"
+                f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={_ids(r.isr)}, version={r.version}, "
+                f"replicas={_ids(r.replicas)})")
+    return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete={r.delete})"

@@ -20,12 +20,8 @@ def leader_in_isr(s) -> bool:
     return True
 
 
-def make_isr_subset_of_ar(ar: tuple):
-    ars = tuple(frozenset(a) for a in ar)
-
-    def isr_subset_of_ar(s) -> bool:
-        return all(set(zkp.isr) <= ars[p] for p, zkp in enumerate(s.zk.partitions))
-    return isr_subset_of_ar
+def isr_subset_of_ar(s) -> bool:
+    return all(set(zkp.isr) <= set(s.zk.ar[p]) for p, zkp in enumerate(s.zk.partitions))
 
 
 def at_most_one_leader_per_epoch(s) -> bool:
@@ -56,7 +52,8 @@ def controller_epoch_fencing(prev, act, nxt) -> bool:
     if c is not None:
         ctx = prev.brokers[c].ctx
         if ctx is not None and ctx.epoch < prev.zk.controller_epoch:
-            if nxt.zk.partitions != prev.zk.partitions or nxt.zk.topic != prev.zk.topic:
+            if (nxt.zk.partitions != prev.zk.partitions or nxt.zk.topic != prev.zk.topic
+                    or nxt.zk.ar != prev.zk.ar or nxt.zk.reassign != prev.zk.reassign):
                 return False
     return True
 
@@ -179,6 +176,71 @@ def leader_completeness(s) -> bool:
     return True
 
 
+# -- partition reassignment (reassignments configured) ----------------------------------------
+
+def reassignment_isr_in_ar(s) -> bool:
+    for p, zkp in enumerate(s.zk.partitions):
+        ar = s.zk.ar[p]
+        if zkp.leader != NO_LEADER and zkp.leader not in ar:
+            return False
+        if any(r not in ar for r in zkp.isr):
+            return False
+    return True
+
+
+def reassignment_leader_in_rar(s) -> bool:
+    for p, rar in enumerate(s.ghost.inv_leader_moved):
+        if rar:
+            leader = s.zk.partitions[p].leader
+            if leader != NO_LEADER and leader not in rar:
+                return False
+    return True
+
+
+def reassignments_done(m, s) -> bool:
+    """Every reassignment the admin has requested is finished: nothing pending in
+    /admin/reassign_partitions, and each reassigned partition's AR in ZooKeeper is
+    its last RAR with the ISR within it."""
+    if any(s.zk.reassign):
+        return False
+    issued = m.reassign_targets[:len(m.reassign_targets) - s.budget.reassignments]
+    last = dict(issued)
+    for p, rar in last.items():
+        if s.zk.ar[p] != rar or any(r not in rar for r in s.zk.partitions[p].isr):
+            return False
+    return True
+
+
+def make_reassignment_completes_when_quiescent(m):
+    def completes_when_quiescent(s) -> bool:
+        # Cheap test first; the enabled actions are computed only for a state
+        # with a reassignment still unfinished.
+        return reassignments_done(m, s) or bool(m.actions(s))
+    return completes_when_quiescent
+
+
+def reassignment_properties(m) -> list[Property]:
+    return [
+        always("ReassignmentIsrInAr", reassignment_isr_in_ar,
+               "At every step of a reassignment, the ISR and the leader in ZooKeeper are within the AR in "
+               "ZooKeeper (OAR + RAR from step 1, RAR from step 10). Writing AR := RAR only after the old "
+               "replicas left the ISR (step 8) is what keeps it."),
+        always("ReassignmentLeaderInRar", reassignment_leader_in_rar,
+               "Once some controller has finished step 7 of a reassignment, the leader in ZooKeeper is a "
+               "replica of RAR (or there is none), until the admin requests another reassignment of that "
+               "partition. It allows a partition without a leader."),
+        always("ReassignmentCompletesWhenQuiescent", make_reassignment_completes_when_quiescent(m),
+               "When no fault is left to happen and the system is quiescent (no action is enabled: every "
+               "fault spent, every broker back, every request delivered), every requested reassignment has "
+               "completed: /admin/reassign_partitions is empty, the AR in ZooKeeper is the last RAR and the "
+               "ISR is within it. A reassignment stranded by a crash shows up here. It is checked on quiescent "
+               "states only; one that never finishes because the system cycles forever is a liveness question "
+               "(an `eventually` property), not checked by this one."),
+        sometimes("ReassignmentCompletes", lambda s: s.ghost.inv_reassigned,
+                  "A reassignment completes: step 11 with the AR in ZooKeeper equal to RAR."),
+    ]
+
+
 def data_properties(cfg) -> list[Property]:
     unclean = "Fails with unclean_leader_election (the new leader may lack what was acknowledged). "
     props = [
@@ -218,15 +280,15 @@ def data_properties(cfg) -> list[Property]:
     return props
 
 
-def properties(cfg, ar: tuple) -> list[Property]:
+def properties(cfg, m) -> list[Property]:
     props = [
         always("LeaderInIsr", leader_in_isr,
                "In ZooKeeper, a partition's leader is a member of its ISR (or there is no leader). "
                "Every writer (elections, the leader's ISR shrink, the controller's ISR removal) must "
                "keep it; an unclean election keeps it too, by making the ISR just the new leader."),
-        always("IsrSubsetOfAssignedReplicas", make_isr_subset_of_ar(ar),
-               "The ISR in ZooKeeper only names assigned replicas. Allows an ISR smaller than the AR, "
-               "never empty while there is a leader."),
+        always("IsrSubsetOfAssignedReplicas", isr_subset_of_ar,
+               "The ISR in ZooKeeper only names assigned replicas (the AR in ZooKeeper, which reassignment "
+               "changes). Allows an ISR smaller than the AR, never empty while there is a leader."),
         always("AtMostOneLeaderPerEpoch", at_most_one_leader_per_epoch,
                "No two running brokers believe they lead a partition in the same leader epoch. It "
                "deliberately allows two brokers to believe they lead in *different* epochs: a deposed "
@@ -283,4 +345,6 @@ def properties(cfg, ar: tuple) -> list[Property]:
                                "A topic deletion completes."))
     if cfg.data_path:
         props.extend(data_properties(cfg))
+    if m.reassign_targets:
+        props.extend(reassignment_properties(m))
     return props

@@ -58,9 +58,11 @@ class Zk(NamedTuple):
     controller: int               # /controller (ephemeral); NO_LEADER when absent
     controller_epoch: int         # /controller_epoch
     sessions: tuple               # /brokers/ids/<b>: session number, 0 = not registered
-    topic: bool                   # /brokers/topics/<t> exists (AR is static config)
+    topic: bool                   # /brokers/topics/<t> exists
     partitions: tuple             # LeaderIsr per partition
     delete_topic: bool            # /admin/delete_topics/<t> pending
+    ar: tuple                     # /brokers/topics/<t>: the AR of each partition (ordered; changed by reassignment)
+    reassign: tuple               # /admin/reassign_partitions: RAR per partition, () when none is pending
 
 
 class LeaderAndIsr(NamedTuple):
@@ -72,13 +74,31 @@ class LeaderAndIsr(NamedTuple):
     leader_epoch: int
     isr: tuple
     version: int
+    replicas: tuple               # the AR as the controller knows it (Kafka's PartitionState.replicas)
 
 
 class StopReplica(NamedTuple):
-    """A StopReplica(delete=true) request in flight, sent during topic deletion."""
+    """A StopReplica request in flight: delete=true during topic deletion and for a
+    reassignment's removed replicas (step 9), delete=false at step 8 (stop fetching,
+    keep the log)."""
 
     controller_epoch: int
     partition: int
+    delete: bool
+
+
+class Reassignment(NamedTuple):
+    """A reassignment the controller is working on (Kafka's partitionsBeingReassigned
+    entry, plus how far this controller got, which Kafka keeps on its call stack).
+
+    ``original`` is the AR in the controller's context when it took the reassignment
+    up: OAR for the controller that starts it, OAR + RAR for a successor that resumes
+    it after step 1.  Either way ``original - target`` is OAR - RAR."""
+
+    target: tuple                 # RAR
+    original: tuple
+    step: str                     # the last of the 11 steps this controller finished: "0" (none), "1".."8",
+                                  # "9a"/"9b" (replica deletion started/successful), "9", "10"
 
 
 class ControllerContext(NamedTuple):
@@ -89,9 +109,11 @@ class ControllerContext(NamedTuple):
     live: tuple                   # per broker: session number it last saw, 0 = dead
     partitions: tuple             # cached LeaderIsr per partition
     partition_states: tuple       # per partition: a partition state name
-    replica_states: tuple         # per partition: tuple of replica state per AR member
+    replica_states: tuple         # per partition: replica state per replica slot (KafkaModel.ar)
     shutting_down: tuple          # per broker: controlled shutdown requested
     deleting: bool                # topic deletion in progress
+    ar: tuple                     # per partition: cached AR (partitionReplicaAssignment)
+    reassigning: tuple            # per partition: Reassignment in progress, or None
 
 
 class Replica(NamedTuple):
@@ -104,7 +126,7 @@ class Replica(NamedTuple):
 
     log: tuple                    # leader epoch of the record at each offset
     hw: int                       # high watermark (exclusive)
-    leos: tuple                   # as leader: LEO of each AR member it last saw fetch, -1 unknown
+    leos: tuple                   # as leader: LEO of each replica slot (KafkaModel.ar) it last saw fetch, -1 unknown
     truncating: bool              # a new follower that has not truncated yet (KIP-101 and later)
 
 
@@ -115,6 +137,7 @@ class Broker(NamedTuple):
     inbox: tuple                  # sorted, duplicate-free requests in flight to it
     ctx: ControllerContext | None
     replicas: tuple               # per partition: Replica, or () when the data path is off
+    assigned: tuple               # per partition: the AR of the last LeaderAndIsr it applied, () none
 
 
 class Budget(NamedTuple):
@@ -129,6 +152,7 @@ class Budget(NamedTuple):
     unclean_elections: int
     controlled_shutdowns: int
     topic_deletions: int
+    reassignments: int            # admin reassignment requests not yet made
 
 
 class Ghost(NamedTuple):
@@ -145,9 +169,13 @@ class Ghost(NamedTuple):
     inv_pending: tuple            # (partition, offset, epoch) of acks=all writes not yet acknowledged
     inv_acked: tuple              # (partition, offset, epoch) acknowledged to an acks=all producer
     inv_read: tuple               # (partition, offset, epoch) exposed to consumers below a leader's HW
+    inv_leader_moved: tuple       # per partition: RAR once some controller finished step 7 of its reassignment, else ()
+    inv_reassigned: bool          # some reassignment completed (step 11 with AR = RAR in ZooKeeper)
 
 
-NO_GHOST = Ghost(False, False, False, False, False, False, False, False, (), (), ())
+def no_ghost(partitions: int) -> Ghost:
+    return Ghost(False, False, False, False, False, False, False, False, (), (), (),
+                 tuple(() for _ in range(partitions)), False)
 
 
 class KafkaState(NamedTuple):
@@ -161,7 +189,7 @@ class KafkaState(NamedTuple):
 # __repr__ is Python code that prints field names; tuple's is C and prints values
 # only.  Using it for every state class makes fingerprinting several times cheaper
 # and keeps the encoding canonical (describe() gives the readable view).
-for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, ControllerContext, Replica, Broker, Budget, Ghost,
+for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, Reassignment, ControllerContext, Replica, Broker, Budget, Ghost,
              KafkaState):
     _cls.__repr__ = tuple.__repr__
 
