@@ -466,7 +466,7 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
     if answer == z3.sat:
         m = s.model()
         ev = evaluator(m)
-        broken = next(c.name for c, b in bad if z3.is_true(m.eval(b, model_completion=True)))
+        broken = _which(s, m, [(c.name, b) for c, b in bad])
         view = model.describe(ev, f)
         result.cti = Cti(broken, SymAction("init", (), lambda f, p: z3.BoolVal(True), lambda f, p: {},
                                            lambda ev, f, p: []), [], view, view, initial=True)
@@ -503,7 +503,7 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         m = s.model()
         ev = evaluator(m)
         i = m.eval(step.sel, model_completion=True).as_long()
-        broken = next(n for n, b in checks if z3.is_true(m.eval(b, model_completion=True)))
+        broken = _which(s, m, checks)
         act = acts[i]
         result.cti = Cti(broken, act, _decode(act, ev, f, step.params_of(i)), model.describe(ev, f),
                          model.describe(ev, g))
@@ -511,6 +511,22 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
     result.proved = result.cti is None and result.unknown is None
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _which(s: z3.Solver, m: z3.ModelRef, checks: Sequence[tuple[str, z3.BoolRef]]) -> str:
+    """The first of ``checks`` (name, violation) that holds in model ``m``.  A quantified
+    lemma may not evaluate to a value: then ask the solver, one check at a time."""
+    for name, b in checks:
+        if z3.is_true(m.eval(b, model_completion=True)):
+            return name
+    for name, b in checks:
+        s.push()
+        s.add(b)
+        answer = s.check()
+        s.pop()
+        if answer == z3.sat:
+            return name
+    return checks[0][0]
 
 
 def _decode(act: SymAction, ev: Callable[[z3.ExprRef], Any], f: Frame, params: Mapping) -> list[Action]:

@@ -1,0 +1,68 @@
+"""How many brokers `kmc prove` handles within a minute, per invariant.
+
+For each invariant with a symbolic encoding, run `kmc prove --brokers N --invariant
+NAME --lemmas examples/lemmas.py --quiet` (the default preset, RF 3) for N = 3, 4, ...
+each in its own process with a 60 s limit, and report the largest N that finished in
+time, its time and its verdict (PROVED, or NOT INDUCTIVE with the action of the CTI).
+N stops at the family's broker range (16).  A script, not a test: wall-clock times
+depend on the machine and its load (printed).
+
+    python benchmarks/prove.py                 # every invariant
+    python benchmarks/prove.py LeaderInIsr     # some
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 60.0
+MAX_BROKERS = 16
+INVARIANTS = ["LeaderInIsr", "IsrSubsetOfAssignedReplicas", "AtMostOneLeaderPerEpoch", "AtMostOneActiveController",
+              "ControllerEpochFencing", "LegalStateTransitions", "EpochsMonotonic", "LeaderElectedFromIsr"]
+
+
+def run(name: str, brokers: int) -> tuple[float | None, str]:
+    cmd = [sys.executable, "-m", "checker", "prove", "--model", "spec.family:FAMILY", "--brokers", str(brokers),
+           "--invariant", name, "--lemmas", str(ROOT / "examples" / "lemmas.py"), "--quiet"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED="0")
+    start = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=LIMIT, check=False)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    took = time.perf_counter() - start
+    if p.returncode == 0:
+        return took, "PROVED"
+    if p.returncode == 1 and "NOT INDUCTIVE" in p.stdout:
+        line = next(x for x in p.stdout.splitlines() if x.startswith("NOT INDUCTIVE"))
+        return took, "CTI: " + line.split(" is broken by ")[1].split(" from ")[0]
+    return took, f"exit {p.returncode}: {p.stderr.strip()[:120]}"
+
+
+def main(names: list[str]) -> None:
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; limit {LIMIT:.0f} s per run")
+    print(f"| invariant | largest N within {LIMIT:.0f} s | seconds at that N | verdict | next N |")
+    print("|---|---:|---:|---|---|")
+    for name in names:
+        best: tuple[int, float, str] | None = None
+        nxt = f"N > {MAX_BROKERS} not allowed"
+        for n in range(3, MAX_BROKERS + 1):
+            took, verdict = run(name, n)
+            print(f"  {name} N={n}: {verdict} {'' if took is None else f'{took:.1f} s'}", file=sys.stderr, flush=True)
+            if took is None:
+                nxt = f"N={n}: over {LIMIT:.0f} s"
+                break
+            best = (n, took, verdict)
+        if best is None:
+            print(f"| `{name}` | < 3 | | | {nxt} |")
+        else:
+            print(f"| `{name}` | {best[0]} | {best[1]:.1f} | {best[2]} | {nxt} |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or INVARIANTS)
