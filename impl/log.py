@@ -63,13 +63,18 @@ class LeaderEpochCache:
 
     def epoch_and_end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """KIP-279's answer: the largest epoch this log has that is not larger than the
-        requested one, and the end offset of that epoch; ``(-1, -1)`` if there is none."""
+        requested one, and the end offset of that epoch.  If every epoch here is larger,
+        the requested epoch ends where this log's first epoch starts (Kafka 2.0).  An
+        empty log answers ``(requested, 0)``: nothing the requester has is here.  Kafka
+        2.0 answered UNDEFINED, and the follower truncated to its HW and then to 0 on
+        its next fetch's OffsetOutOfRange; the model takes both as one step
+        (spec/datapath.py ``_diverging_offset``)."""
         found = -1
         for i, (epoch, _start) in enumerate(self.entries):
             if epoch <= requested_epoch:
                 found = i
         if found < 0:
-            return -1, UNDEFINED_EPOCH_OFFSET
+            return requested_epoch, self.entries[0][1] if self.entries else 0
         epoch = self.entries[found][0]
         end = self.entries[found + 1][1] if found + 1 < len(self.entries) else log_end_offset
         return epoch, end
