@@ -102,3 +102,67 @@ def expand(model, actions) -> list:
         out.append(act)
         state = settle(full, full.next_state(state, act), full.next_state, out)
     return out
+
+
+def expand_trace(path: str, traces_dir: str) -> str:
+    """Write the full-model trace of an atomic-controller trace; return its path.
+
+    The property the trace violates is checked on every state of the expanded path
+    and the trace stops at the first state that violates it (a hidden step may
+    already do), so what is saved is a counterexample of ``atomic_controller=false``
+    that ``kmc replay`` re-derives with the ordinary model.
+    """
+    from checker.bfs import replay_path
+    from checker.result import Violation
+    from checker.trace import load_trace, write_trace
+    from spec.family import FAMILY
+
+    trace = load_trace(path)
+    config = dict(trace.config)
+    if not config.get("atomic_controller"):
+        raise ValueError(f"{path} was not made with atomic_controller=true; nothing to expand")
+    model = FAMILY.build(config)
+    actions = [st.action for st in trace.steps[1:]]
+    full_config = {**config, "atomic_controller": False}
+    full = FAMILY.build(full_config)
+    prop = next((p for p in full.properties() if p.name == trace.property_name), None)
+    if prop is None or prop.kind != "always" or prop.step:
+        raise ValueError(f"{trace.property_name} is not a state invariant of the model; cannot cut the trace")
+    steps = replay_path(full, expand(model, actions))
+    for n, st in enumerate(steps):
+        if not prop.predicate(st.state):
+            break
+    else:
+        raise ValueError(f"the expanded trace does not violate {trace.property_name}: the atomic controller "
+                         f"and the full model disagree (a bug in spec/atomic.py)")
+    violation = Violation(trace.property_name, "always", steps[:n + 1])
+    label = f"{trace.preset}-expanded" if trace.preset else "expanded"
+    return str(write_trace(traces_dir, family_ref=trace.family_ref, model=full, config=full_config,
+                           preset=None, violation=violation, label=label,
+                           command=f"python -m spec.atomic {path} --traces-dir {traces_dir}"))
+
+
+def main(argv=None) -> int:
+    """``python -m spec.atomic TRACE [--traces-dir DIR]``: expand a trace."""
+    import argparse
+    import sys
+
+    from checker.errors import UsageError
+
+    p = argparse.ArgumentParser(prog="python -m spec.atomic",
+                                description="Expand an atomic-controller trace into a trace of the full model.")
+    p.add_argument("trace")
+    p.add_argument("--traces-dir", default="traces")
+    args = p.parse_args(argv)
+    command = " ".join(["python -m spec.atomic", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        out = expand_trace(args.trace, args.traces_dir)
+    except (OSError, ValueError, UsageError) as e:
+        print(f"spec.atomic: error: {e} (reproduce: {command})", file=sys.stderr)
+        return 2
+    print(f"expanded trace saved to {out}; replay it: kmc replay {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""The atomic controller (spec/atomic.py): fewer interleavings, the same behaviours.
+
+What must hold for its counterexamples to count: every path of the atomic model,
+expanded with the controller steps it hides, is a path of the full model through the
+same states; and it finds what the full model finds where both can search.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from checker.bfs import check, replay_path
+from checker.config import resolve
+from checker.result import OK, VIOLATED
+from spec.atomic import HIDDEN, expand, main
+from spec.family import FAMILY
+
+
+def build(preset, **overrides):
+    return FAMILY.build(resolve(FAMILY, preset, overrides))
+
+
+def random_walk(model, steps, seed):
+    rng = random.Random(seed)
+    state = model.init_states()[0]
+    path = [state]
+    acts = []
+    for _ in range(steps):
+        enabled = model.actions(state)
+        if not enabled:
+            break
+        a = rng.choice(enabled)
+        state = model.next_state(state, a)
+        acts.append(a)
+        path.append(state)
+    return acts, path
+
+
+@pytest.mark.parametrize("preset", ["tiny", "failover", "data-kip320", "data-hw", "delete"])
+@pytest.mark.parametrize("seed", range(4))
+def test_expanded_walk_is_a_full_model_path_through_the_same_states(preset, seed):
+    atomic = build(preset, atomic_controller=True)
+    acts, path = random_walk(atomic, 40, seed)
+    expanded = expand(atomic, acts)
+    assert not any(a.name in HIDDEN for a in acts)
+    full = build(preset, atomic_controller=False)
+    states = [st.state for st in replay_path(full, expanded)]   # raises if a step is not enabled
+    # every atomic state appears, in order, on the expanded path
+    it = iter(states)
+    assert all(any(s == t for t in it) for s in path)
+
+
+def test_atomic_hides_controller_reactions_only():
+    m = build("tiny", atomic_controller=True)
+    names = set()
+    for s in [m.init_states()[0]]:
+        names |= {a.name for a in m.actions(s)}
+    assert names == {"CrashBroker", "ElectController"}
+
+
+def test_two_broker_table_agrees_with_the_full_model():
+    """Same verdicts and the same first violated property as the full model on the
+    2-broker rows (the lengths differ: hidden steps are not counted)."""
+    for preset, want in [("data-hw", "HighWatermarkBelowIsrLeo"), ("data-unclean", "LeaderElectedFromIsr")]:
+        r = check(build(preset, atomic_controller=True), check_deadlock=False)
+        assert r.verdict == VIOLATED and r.violations[0].property == want
+    r = check(build("data-kip320", atomic_controller=True))
+    assert r.verdict == OK
+    assert r.stats.distinct < 99377 // 3   # the point of it
+
+
+def test_expand_refuses_a_trace_of_the_full_model(tmp_path, capsys):
+    trace = next(p for p in __import__("pathlib").Path("traces/known").glob("NoAckedRecordLost-data-hw-*.json"))
+    assert main([str(trace), "--traces-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "atomic_controller=true" in err and "reproduce: python -m spec.atomic" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# -- the 3-replica rows of the known-anomaly table (pinned) ----------------------------------
+
+DEEP = {
+    # preset -> (first violated property, length in atomic steps, distinct states at the stop)
+    "data-kip101-3": ("LogsMatchBelowHighWatermark", 16, 399871),
+    "data-kip279-3": ("LogsMatchBelowHighWatermark", 18, 408915),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", sorted(DEEP))
+def test_three_replica_holes(preset, tmp_path):
+    name, length, distinct = DEEP[preset]
+    m = build(preset)
+    r = check(m, check_deadlock=False)
+    assert r.verdict == VIOLATED
+    v = r.violations[0]
+    assert (v.property, len(v.path) - 1, r.stats.distinct) == (name, length, distinct)
+    # and it is a counterexample of the full model too
+    full = build(preset, atomic_controller=False)
+    steps = replay_path(full, expand(m, [st.action for st in v.path[1:]]))
+    prop = next(p for p in full.properties() if p.name == name)
+    assert not prop.predicate(steps[-1].state)
