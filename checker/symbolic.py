@@ -500,7 +500,7 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         if answer == z3.unknown:
             result.unknown = f"{aname}: {s.reason_unknown()}"
             break
-        m = s.model()
+        m = _small_model(s, [f, *step.params.values()], timeout)
         ev = evaluator(m)
         i = m.eval(step.sel, model_completion=True).as_long()
         broken = _which(s, m, checks)
@@ -511,6 +511,40 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
     result.proved = result.cti is None and result.unknown is None
     result.seconds = time.perf_counter() - start
     return result
+
+
+SMALL = (9, 99)
+
+
+def _small_model(s: z3.Solver, frames: Sequence[Any], timeout: float | None) -> z3.ModelRef:
+    """A model of ``s`` whose integer variables (in ``frames``: Frames or parameter dicts)
+    lie in -SMALL..SMALL, and whose sets (arrays to Bool) are empty, if there is one: a
+    CTI is read by people, and z3's first model may hold versions like 28881 and sets
+    of arbitrary garbage.  Falls back to the model ``s`` already has."""
+    m = s.model()
+    ints, sets = [], []
+    for fr in frames:
+        values = fr.vars.values() if isinstance(fr, Frame) else fr.values()
+        ints += [v for v in values if v.sort() == z3.IntSort()]
+        sets += [v for v in values if z3.is_array(v) and v.sort().range() == z3.BoolSort()]
+    if not ints and not sets:
+        return m
+    empty = [v == z3.K(v.sort().domain(), False) for v in sets]
+    tries = [(SMALL[0], empty)] if empty else []
+    tries += [(bound, []) for bound in SMALL]
+    for bound, extra in tries:
+        s.push()
+        s.add(*[z3.And(v >= -bound, v <= bound) for v in ints], *extra)
+        if timeout:
+            s.set("timeout", int(timeout * 1000))
+        answer = s.check()
+        if answer == z3.sat:
+            small = s.model()
+            s.pop()
+            return small
+        s.pop()
+    s.check()
+    return s.model()
 
 
 def _which(s: z3.Solver, m: z3.ModelRef, checks: Sequence[tuple[str, z3.BoolRef]]) -> str:
