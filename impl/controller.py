@@ -42,9 +42,20 @@ from dataclasses import dataclass, field
 
 from impl import election as E
 from impl.config import BrokerConfig
-from impl.requests import LeaderAndIsrRequest, Send, StopReplicaRequest, StopReplicaResponse
+from impl.requests import (
+    LeaderAndIsrRequest,
+    Send,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
 from impl.statechange import StateChangeLogger
-from impl.zkclient import NO_LEADER, ControllerMovedError, KafkaZkClient, LeaderAndIsr, TopicPartition
+from impl.zkclient import (
+    NO_LEADER,
+    ControllerMovedError,
+    KafkaZkClient,
+    LeaderAndIsr,
+    TopicPartition,
+)
 
 # Partition states (PartitionStateMachine)
 NEW_PARTITION = "NewPartition"
@@ -157,7 +168,7 @@ class Controller:
 
     def elect(self) -> list:
         epoch, epoch_version = self.zk.register_controller_and_increment_controller_epoch(self.broker_id)
-        self.ctx = ctx = ControllerContext(epoch, epoch_version)
+        self.ctx = ControllerContext(epoch, epoch_version)
         self.pending = set()
         self._trace(f"{self.broker_id} successfully elected as the controller. Epoch incremented to {epoch} "
                     f"and epoch zk version is now {epoch_version}")

@@ -19,8 +19,8 @@ a crash: spec README "The data path").
     (3, [(0, 0), (2, 2)])
     >>> log.epochs.end_offset_for(0, log.log_end_offset)   # the start of the next epoch
     2
-    >>> log.truncate_to(2); log.epochs.entries
-    [(0, 0)]
+    >>> log.truncate_to(2), log.epochs.entries
+    (True, [(0, 0)])
 """
 
 from __future__ import annotations

@@ -26,7 +26,12 @@ from typing import NamedTuple
 
 from impl.config import BrokerConfig
 from impl.log import UNDEFINED_EPOCH_OFFSET, Log
-from impl.requests import LeaderAndIsrRequest, Respond, StopReplicaRequest, StopReplicaResponse
+from impl.requests import (
+    LeaderAndIsrRequest,
+    Respond,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
 from impl.statechange import StateChangeLogger
 from impl.zkclient import NO_LEADER, KafkaZkClient, TopicPartition
 
@@ -279,11 +284,14 @@ class ReplicaManager:
         hw = log.high_watermark_checkpoint
         if leo < 0 or leo < hw:
             return False
-        if self.config.truncation == "kip320":
-            # the HW has reached this leader's own epoch: nothing below it is missing
-            if hw != log.log_end_offset and log.records[hw] != p.leader_epoch:
-                return False
-        return True
+        return self.config.truncation != "kip320" or self._hw_reached_leader_epoch(p, log)
+
+    @staticmethod
+    def _hw_reached_leader_epoch(p: Partition, log: Log) -> bool:
+        """KIP-320: every record above the HW was written in this leader's epoch, so a
+        follower that reached the HW misses nothing committed in an earlier one."""
+        hw = log.high_watermark_checkpoint
+        return hw == log.log_end_offset or log.records[hw] == p.leader_epoch
 
     def maybe_expand_isr(self, tp: TopicPartition, follower: int) -> bool:
         if not self.can_expand_isr(tp, follower):

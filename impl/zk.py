@@ -32,14 +32,26 @@ server expiring a session (what a GC pause or a partition does to a real client)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 __all__ = [
-    "CoordinationStore", "InMemoryStore", "Stat", "WatchedEvent",
-    "Create", "Delete", "SetData", "Check",
-    "ZkError", "NoNodeError", "NodeExistsError", "BadVersionError", "NotEmptyError",
-    "SessionExpiredError", "NoChildrenForEphemeralsError",
+    "BadVersionError",
+    "Check",
+    "CoordinationStore",
+    "Create",
+    "Delete",
+    "InMemoryStore",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "SessionExpiredError",
+    "SetData",
+    "Stat",
+    "WatchedEvent",
+    "ZkError",
 ]
 
 
@@ -310,7 +322,7 @@ class InMemoryStore(CoordinationStore):
         children: dict[str, int] = {}
 
         def present(p):
-            return exists[p] if p in exists else p in self._nodes
+            return exists.get(p, p in self._nodes)
 
         def version(p):
             return versions[p] if p in versions else self._nodes[p].version

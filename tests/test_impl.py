@@ -1,0 +1,244 @@
+"""The reference broker (impl/): conformance to the model, and its parts on their own.
+
+Conformance here is a walk over the model's whole state graph (checker.graph): every
+transition is taken once on the implementation, from a snapshot of the implementation
+in the transition's source state, and the two observations must be equal afterwards.
+With ``probe``, every action of the graph that the model does *not* enable in a state
+must not be enabled in the implementation either.  ``kmc conform`` (checker/conform.py)
+does the same from the command line with covering paths; this walk is the quicker way
+to cover every edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from checker.config import resolve
+from checker.graph import explore
+from checker.trace import load_trace
+from impl import zk as Z
+from impl.adapter import KafkaImplementation
+from impl.log import UNDEFINED_EPOCH_OFFSET, Log
+from spec.family import FAMILY
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _canon(x) -> str:
+    return json.dumps(x, sort_keys=True)
+
+
+def _snapshot(impl):
+    return pickle.loads(pickle.dumps(impl, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def walk_graph(preset: str, overrides: dict | None = None, *, probe: bool = False, every: int = 1) -> dict:
+    """Take every ``every``-th transition of the preset's state graph on the
+    implementation (all of them by default); the first divergence fails the test."""
+    cfg = resolve(FAMILY, preset, overrides or {})
+    model = FAMILY.build(cfg)
+    g = explore(model)
+    out = g.out_edges()
+    vocabulary = list(dict.fromkeys(a for _s, a, _d in g.edges)) if probe else []
+    root = g.initial[0]
+    impls = {root: KafkaImplementation(dict(cfg))}
+    assert _canon(impls[root].observe()) == _canon(model.observe(g.states[root]))
+    taken = 0
+    for n in range(len(g.states)):
+        base = impls.pop(n)
+        def where(n=n) -> str:
+            return " ; ".join(str(e[1]) for e in g.path_to(n))
+
+        if probe:
+            enabled = {g.edges[ei][1] for ei in out[n]}
+            for a in vocabulary:
+                assert a in enabled or not base.enabled(a), f"impl can do {a} the model cannot, after: {where()}"
+        for ei in out[n]:
+            _src, a, dst = g.edges[ei]
+            tree_edge = g.parent[dst] == ei
+            if not tree_edge and ei % every:
+                continue
+            assert base.enabled(a), f"impl cannot do {a} after: {where()}"
+            im = _snapshot(base)
+            im.apply(a)
+            got, want = im.observe(), model.observe(g.states[dst])
+            if _canon(got) != _canon(want):
+                from checker.conform import diff
+                pytest.fail(f"{preset}: after {where()} ; {a}: " + "; ".join(
+                    f"{k}: model {m!r}, impl {i!r}" for k, m, i in diff(want, got)[:6]))
+            taken += 1
+            if tree_edge:
+                impls[dst] = im
+    return {"states": len(g.states), "edges": len(g.edges), "taken": taken}
+
+
+# -- impl/ is written independently of spec/ ------------------------------------------------------
+
+def test_impl_never_imports_spec():
+    for path in sorted((ROOT / "impl").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] != "spec", f"{path.name} imports {name}: impl/ must not import spec/"
+
+
+# -- conformance ------------------------------------------------------------------------------------
+
+def test_tiny_conforms_on_every_transition_and_enables_nothing_more():
+    r = walk_graph("tiny", probe=True)
+    assert (r["states"], r["edges"], r["taken"]) == (1340, 2759, 2759)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "traces" / "known").glob("*.json")), ids=lambda p: p.stem)
+def test_known_traces_replay_on_the_implementation(path):
+    trace = load_trace(path)
+    if trace.config.get("reassignments"):
+        pytest.skip("reassignment is not implemented in impl/ yet")
+    model = FAMILY.build(trace.config)
+    impl = KafkaImplementation(trace.config)
+    state = model.init_states()[0]
+    assert _canon(impl.observe()) == _canon(model.observe(state))
+    for step in trace.steps[1:]:
+        a = step.action
+        assert a in model.actions(state), f"{path.name} step {step.index}: {a} no longer fits the model"
+        assert impl.enabled(a), f"{path.name} step {step.index}: impl cannot do {a}"
+        impl.apply(a)
+        state = model.next_state(state, a)
+        assert _canon(impl.observe()) == _canon(model.observe(state)), f"{path.name} step {step.index}: {a}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["delete", "shutdown", "failover", "data-unclean", "data-hw", "data-kip320"])
+def test_larger_presets_conform_on_a_sample_of_transitions(preset):
+    """Every transition of the BFS tree (each state is reached) and one in 50 of the others;
+    KMC_FULL_CONFORMANCE=1 takes all of them (minutes per preset)."""
+    every = 1 if os.environ.get("KMC_FULL_CONFORMANCE") else 50
+    r = walk_graph(preset, every=every)
+    assert r["taken"] >= r["states"] - 1
+
+
+# -- the coordination store ------------------------------------------------------------------------
+
+def test_store_versions_and_conditional_writes():
+    zk = Z.InMemoryStore()
+    s = zk.open_session()
+    zk.create(s, "/p", b"a")
+    assert zk.get_data(s, "/p")[1].version == 0
+    assert zk.set_data(s, "/p", b"b", version=0).version == 1
+    with pytest.raises(Z.BadVersionError):
+        zk.set_data(s, "/p", b"c", version=0)
+    with pytest.raises(Z.BadVersionError):
+        zk.delete(s, "/p", version=0)
+    assert zk.get_data(s, "/p")[0] == b"b"
+    with pytest.raises(Z.NodeExistsError):
+        zk.create(s, "/p")
+    with pytest.raises(Z.NoNodeError):
+        zk.create(s, "/missing/child")
+    zk.create(s, "/p/c")
+    with pytest.raises(Z.NotEmptyError):
+        zk.delete(s, "/p")
+
+
+def test_store_multi_is_all_or_nothing():
+    zk = Z.InMemoryStore()
+    s = zk.open_session()
+    zk.create(s, "/epoch", b"1")
+    with pytest.raises(Z.BadVersionError):
+        zk.multi(s, [Z.Create("/a"), Z.Check("/epoch", 5)])
+    assert zk.exists(s, "/a") is None
+    zk.multi(s, [Z.Check("/epoch", 0), Z.Create("/a"), Z.Create("/a/b"), Z.SetData("/epoch", b"2", 0)])
+    assert zk.exists(s, "/a/b") is not None and zk.get_data(s, "/epoch")[1].version == 1
+
+
+def test_store_ephemerals_go_with_their_session_and_fire_watches():
+    zk = Z.InMemoryStore()
+    owner, watcher = zk.open_session(), zk.open_session()
+    zk.create(owner, "/ids")
+    zk.create(owner, "/ids/1", b"x", ephemeral=True)
+    czxid = zk.exists(watcher, "/ids/1").czxid
+    assert zk.get_children(watcher, "/ids", watch=True) == ["1"]
+    with pytest.raises(Z.NoChildrenForEphemeralsError):
+        zk.create(owner, "/ids/1/child")
+    zk.expire_session(owner)
+    assert zk.exists(watcher, "/ids/1") is None
+    assert zk.poll_events(watcher) == [Z.WatchedEvent("NodeChildrenChanged", "/ids")]
+    with pytest.raises(Z.SessionExpiredError):
+        zk.get_data(owner, "/ids")
+    again = zk.open_session()
+    zk.create(again, "/ids/1", b"x", ephemeral=True)
+    assert zk.exists(watcher, "/ids/1").czxid > czxid          # a new broker epoch
+    assert zk.poll_events(watcher) == []                          # the watch fired once and was not re-set
+
+
+def test_store_watches_are_one_shot_and_die_with_the_session():
+    zk = Z.InMemoryStore()
+    a, b = zk.open_session(), zk.open_session()
+    zk.exists(a, "/controller", watch=True)
+    zk.create(b, "/controller", ephemeral=True)
+    zk.create(b, "/x")
+    assert zk.poll_events(a) == [Z.WatchedEvent("NodeCreated", "/controller")]
+    zk.get_data(a, "/x", watch=True)
+    zk.set_data(b, "/x", b"1")
+    zk.set_data(b, "/x", b"2")
+    assert zk.poll_events(a) == [Z.WatchedEvent("NodeDataChanged", "/x")]
+    zk.get_data(a, "/x", watch=True)
+    zk.expire_session(a)
+    zk.set_data(b, "/x", b"3")
+    assert zk.poll_events(a) == []
+    zk.close_session(b)
+    c = zk.open_session()
+    assert zk.exists(c, "/controller") is None and zk.exists(c, "/x") is not None
+
+
+def test_store_sequential_nodes_count_per_parent():
+    zk = Z.InMemoryStore()
+    s = zk.open_session()
+    zk.create(s, "/n")
+    assert [zk.create(s, "/n/isr_change_", sequential=True) for _ in range(2)] == \
+        ["/n/isr_change_0000000000", "/n/isr_change_0000000001"]
+
+
+# -- the log -----------------------------------------------------------------------------------------
+
+def _log(epochs, hw=0) -> Log:
+    log = Log()
+    for e in epochs:
+        log.append(e)
+    log.high_watermark_checkpoint = hw
+    return log
+
+
+def test_log_truncation_keeps_hw_and_epoch_cache_in_step():
+    log = _log([0, 0, 1, 1, 3], hw=4)
+    assert log.epochs.entries == [(0, 0), (1, 2), (3, 4)]
+    assert log.truncate_to(3) and log.records == [0, 0, 1]
+    assert log.high_watermark_checkpoint == 3 and log.epochs.entries == [(0, 0), (1, 2)]
+    assert not log.truncate_to(5)
+
+
+def test_kip101_end_offset_for_epoch():
+    log = _log([0, 0, 2, 2])
+    assert log.epochs.end_offset_for(2, log.log_end_offset) == 4     # the latest epoch ends at the LEO
+    assert log.epochs.end_offset_for(0, log.log_end_offset) == 2     # an earlier one where the next starts
+    assert log.epochs.end_offset_for(1, log.log_end_offset) == 2     # never had it: the next epoch's start
+    assert log.epochs.end_offset_for(3, log.log_end_offset) == UNDEFINED_EPOCH_OFFSET
+    assert Log().epochs.end_offset_for(0, 0) == UNDEFINED_EPOCH_OFFSET
+
+
+def test_kip279_epoch_and_end_offset():
+    log = _log([0, 0, 2, 2])
+    assert log.epochs.epoch_and_end_offset_for(1, 4) == (0, 2)       # largest epoch <= 1 is 0, ending at 2
+    assert log.epochs.epoch_and_end_offset_for(5, 4) == (2, 4)
+    assert _log([3]).epochs.epoch_and_end_offset_for(1, 1) == (1, 0)
+    assert Log().epochs.epoch_and_end_offset_for(1, 0) == (1, 0)
