@@ -327,7 +327,7 @@ class Controller:
         strategy, leader, isr, clean = self.pending_election(tp)
         ctx = self.ctx
         zk_state = self.zk.get_partition_state(tp)
-        epoch = zk_state.leader_epoch + 1 if zk_state else 0
+        epoch = self._next_leader_epoch(zk_state)
         expected = zk_state.zk_version if zk_state else -1
         try:
             li = self.zk.write_partition_state(tp, leader, epoch, isr, ctx.epoch, expected, self._epoch_check())
@@ -341,6 +341,11 @@ class Controller:
         self._partition_state(tp, ONLINE_PARTITION, f" with state {li} ({strategy} election)")
         live = self._live()
         return self._leader_and_isr(tp, li, [r for r in ctx.assignments[tp] if r in live])
+
+    @staticmethod
+    def _next_leader_epoch(zk_state: LeaderAndIsr | None) -> int:
+        """Every leadership change bumps the leader epoch: it is what brokers compare."""
+        return zk_state.leader_epoch + 1 if zk_state else 0
 
     # -- OfflineReplica: removal from the ISR ---------------------------------------------------------
     def replicas_to_take_offline(self) -> list[tuple[TopicPartition, int]]:
@@ -368,7 +373,7 @@ class Controller:
                 and zk_state.leader != NO_LEADER):
             isr = tuple(x for x in zk_state.isr if x != replica)
             try:
-                li = self.zk.write_partition_state(tp, zk_state.leader, zk_state.leader_epoch + 1, isr, ctx.epoch,
+                li = self.zk.write_partition_state(tp, zk_state.leader, self._next_leader_epoch(zk_state), isr, ctx.epoch,
                                                    zk_state.zk_version, self._epoch_check())
             except ControllerMovedError:
                 self._trace(f"Controller moved while removing {replica} from the ISR of {tp}; resigning")

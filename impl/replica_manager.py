@@ -131,7 +131,7 @@ class ReplicaManager:
         self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         current = self.partitions.get(tp)
         current_epoch = current.leader_epoch if current else -1
-        if req.leader_epoch <= current_epoch:
+        if self._stale_leader_epoch(req.leader_epoch, current_epoch):
             self._trace("", f"Ignoring LeaderAndIsr request from controller {req.controller_id} epoch "
                         f"{req.controller_epoch} for partition {tp} since its associated leader epoch "
                         f"{req.leader_epoch} is not higher than the current leader epoch {current_epoch}")
@@ -144,6 +144,11 @@ class ReplicaManager:
         elif req.leader != NO_LEADER:
             self._make_follower(p)
         return NONE
+
+    @staticmethod
+    def _stale_leader_epoch(request_epoch: int, current_epoch: int) -> bool:
+        """StaleLeaderEpoch: only a strictly newer leader epoch is applied."""
+        return request_epoch <= current_epoch
 
     def _make_leader(self, p: Partition) -> None:
         self.fetchers.pop(p.tp, None)
