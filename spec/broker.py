@@ -41,9 +41,22 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
                                   controller_epoch=req.controller_epoch, leader=req.leader,
                                   leader_epoch=req.leader_epoch, isr=req.isr, version=req.version, **extra))
             else:
+                if m.reassign_targets and any(type(q) is LeaderAndIsr and q.partition == req.partition
+                                              and q.controller_epoch == req.controller_epoch for q in br.inbox):
+                    continue   # FIFO: see _stop_replica_waits
                 extra = {"delete": req.delete} if m.reassign_targets else {}
                 out.append(action("DeliverStopReplica", broker=b, partition=req.partition,
                                   controller_epoch=req.controller_epoch, **extra))
+
+
+# A controller's channel to a broker is FIFO; the model keeps requests in flight as a
+# set (README).  Reassignment needs one ordering: a StopReplica is delivered after the
+# LeaderAndIsr requests its controller sent earlier for that partition.  Otherwise a
+# LeaderAndIsr from before a replica was deleted (delete=true forgets its leader
+# epoch) would make the deleted replica a leader again.  The controller sends a
+# removed replica nothing for the partition after its StopReplica, so "earlier" is
+# "from the same controller epoch".  Applied only when reassignment is configured,
+# so that every other preset keeps its pinned numbers.
 
 
 def _request(m, a: Action):

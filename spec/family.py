@@ -111,6 +111,22 @@ _PRESETS = {
 }
 
 
+# Partition reassignment (issue 4): kept small, because tests/test_spark_kafka.py
+# runs every preset on Spark too.
+_REASSIGN = {"max_crashes": 0, "max_session_expiries": 0, "max_isr_shrinks": 0}
+_PRESETS.update({
+    "reassign": Preset("reassign", "3 brokers, RF 2: reassign partition 0 from [0, 1] to the overlapping [1, 2] "
+                       "(the shape of {1,2,3} -> {2,3,4}), no fault: the 11 steps complete",
+                       {**_REASSIGN, "replication_factor": 2, "reassignments": "1,2"}),
+    "reassign-rf": Preset("reassign-rf", "2 brokers: replication factor 1 -> 2 ([0] -> [0, 1]), then 2 -> 1 "
+                          "moving the partition ([0, 1] -> [1]), no fault",
+                          {**_REASSIGN, **_TWO, "replication_factor": 1, "reassignments": "0,1;1"}),
+    "reassign-crash": Preset("reassign-crash", "2 brokers, RF 1: move [0] -> [1] with one crash (the controller "
+                             "may fail over mid-way): violates ReassignmentLeaderInRar (see README)",
+                             {**_REASSIGN, **_TWO, "replication_factor": 1, "reassignments": "1", "max_crashes": 1}),
+})
+
+
 class KafkaFamily(ModelFamily):
     name = "kafka"
     version = MODEL_VERSION

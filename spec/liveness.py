@@ -4,7 +4,7 @@ Fairness (``KafkaModel.fair``).  The model's budgets bound the faults; nothing
 forces one.  So the *unfair* actions are the faults and the environment's free
 choices: a crash, a session expiry, a controlled shutdown request and the stop
 that ends it, an ISR shrink (a follower falling behind), the admin's topic
-deletion, a producer's write, and a restart (a dead machine may never come back:
+deletion and partition reassignment requests, a producer's write, and a restart (a dead machine may never come back:
 assuming it does would hide every "the partition needs broker b back" case).
 Every other action, the controller's and the brokers' reactions, the delivery of
 requests, a re-registration after an expiry, is weakly fair: if it stays enabled,
@@ -40,7 +40,7 @@ from spec.state import NO_LEADER, NO_VERSION
 
 UNFAIR = frozenset({
     "CrashBroker", "ExpireSession", "RestartBroker", "ShutdownBroker", "ControlledShutdown",
-    "ShrinkIsr", "DeleteTopic", "Produce",
+    "ShrinkIsr", "DeleteTopic", "Produce", "ReassignPartitions",
 })
 
 

@@ -8,7 +8,7 @@ state; actions never do.
 
 from __future__ import annotations
 
-from checker.model import Property, always, sometimes
+from checker.model import Property, always, eventually, sometimes
 from spec.state import NO_LEADER, NO_VERSION
 from spec.statemachines import legal_partition, legal_replica
 
@@ -238,6 +238,13 @@ def reassignment_properties(m) -> list[Property]:
                "(an `eventually` property), not checked by this one."),
         sometimes("ReassignmentCompletes", lambda s: s.ghost.inv_reassigned,
                   "A reassignment completes: step 11 with the AR in ZooKeeper equal to RAR."),
+        eventually("EventuallyReassignmentCompletes", lambda s: reassignments_done(m, s),
+                   "Whenever a reassignment is pending in /admin/reassign_partitions, every behaviour that is "
+                   "weakly fair to the controller's and brokers' reactions (faults, restarts and the admin's "
+                   "next request are not forced: spec/liveness.UNFAIR) reaches a state where every requested "
+                   "reassignment is done (ReassignmentCompletesWhenQuiescent's condition). Checked by kmc "
+                   "check on the local engine after an exhaustive search.",
+                   trigger=lambda s: any(s.zk.reassign)),
     ]
 
 

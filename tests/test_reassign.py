@@ -15,12 +15,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checker.bfs import replay_path
+import os
+import subprocess
+import sys
+
+import pytest
+
+from checker.bfs import check, replay_path
 from checker.config import resolve
-from checker.result import Violation
+from checker.errors import UsageError
+from checker.result import OK, VIOLATED, Violation
 from checker.trace import action_to_json
 from spec.family import FAMILY
-from spec.state import NO_STATE, NON_EXISTENT_REPLICA, ONLINE_REPLICA
+from spec.properties import reassignment_isr_in_ar, reassignment_leader_in_rar
+from spec.state import NO_STATE, NON_EXISTENT_REPLICA, ONLINE_REPLICA, LeaderIsr, StopReplica, add_request
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = {"brokers": 6, "replication_factor": 3, "reassignments": "3,4,5", "max_crashes": 0,
@@ -147,6 +155,139 @@ def test_worked_example_trace_is_saved_and_current():
     acts, _ = worked_example(m)
     assert [s["action"] for s in doc["steps"][1:]] == [json.loads(json.dumps(action_to_json(a))) for a in acts]
     assert doc["config"] == dict(m.config())
+
+
+# -- presets: verdicts and state counts ----------------------------------------------------
+
+# preset -> (distinct, generated, depth, witnesses reached)
+HOLDS = {
+    "reassign": (5884, 27234, 28, {"ReassignmentCompletes"}),
+    "reassign-rf": (927, 2890, 37, {"ReassignmentCompletes"}),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(HOLDS))
+def test_reassignment_without_faults_completes_and_every_property_holds(preset):
+    distinct, generated, depth, reached = HOLDS[preset]
+    m = model(preset)
+    r = check(m)
+    assert r.verdict == OK, [v.property for v in r.violations]
+    assert (r.stats.distinct, r.stats.generated, r.stats.depth) == (distinct, generated, depth)
+    declared = {p.name for p in m.properties() if p.kind == "sometimes"}
+    assert {k for k, v in r.stats.witnesses.items() if v is not None} == declared == reached
+
+
+def test_reassign_crash_leader_leaves_rar_after_step_7():
+    """A finding: once step 7 has moved the leader into RAR, a controller failover
+    before step 10 lets the successor elect a leader outside RAR, because it reads
+    AR = OAR + RAR from ZooKeeper (the successor's own step 7 moves it back)."""
+    r = check(model("reassign-crash"))
+    assert r.verdict == VIOLATED
+    v = r.violations[0]
+    assert (v.property, len(v.path) - 1, r.stats.distinct) == ("ReassignmentLeaderInRar", 16, 3906)
+    names = [st.action.name for st in v.path[1:]]
+    assert names.index("ReassignElectLeader") < names.index("CrashBroker") < len(names) - 2
+    last = v.path[-1]
+    assert str(last.action) == "ElectLeader(controller=0, partition=0, leader=0, strategy='offline', clean=True)"
+    assert last.state.zk.ar == ((0, 1),) and last.state.zk.controller_epoch == 2
+    # the AR-last rule itself holds on this path: the ISR never leaves the AR in ZooKeeper
+    assert all(reassignment_isr_in_ar(st.state) for st in v.path)
+
+
+def test_reassign_crash_strands_a_reassignment_at_quiescence():
+    """A finding: a replica of RAR that is in the ISR in ZooKeeper but dead in the
+    controller's view passes step 4; after step 6 the old leader is no longer in the
+    cached AR, so it is not told that the dead replica left the ISR; its conditional
+    ISR writes then fail for ever, the replica never rejoins, and step 7 never finds
+    a leader in RAR.  One broker crash, no controller failover."""
+    m = model("reassign-crash")
+    prop = [p for p in m.properties() if p.name == "ReassignmentCompletesWhenQuiescent"]
+    r = check(m, properties=prop, check_deadlock=False)
+    assert r.verdict == VIOLATED
+    v = r.violations[0]
+    assert len(v.path) - 1 == 19
+    final = v.path[-1].state
+    assert m.actions(final) == []                 # quiescent, and a legitimate end state
+    assert m.is_terminal(final)
+    ctx = final.brokers[final.zk.controller].ctx
+    assert ctx.reassigning[0].step == "6" and ctx.ar == ((1,),)
+    assert final.zk.reassign == ((1,),) and final.zk.ar == ((0, 1),)
+    leader = final.brokers[0].partitions[0]
+    assert leader.leader == 0 and leader.version < final.zk.partitions[0].version
+
+
+@pytest.mark.slow
+def test_reassignment_isr_in_ar_holds_with_a_controller_failover():
+    """The seed's claim, at these bounds: with AR written last, the ISR and leader stay
+    within the AR in ZooKeeper through every crash (whole state space, 1 crash)."""
+    m = model("reassign-crash")
+    props = [p for p in m.properties() if p.name in ("ReassignmentIsrInAr", "IsrSubsetOfAssignedReplicas",
+                                                      "LegalStateTransitions", "ControllerEpochFencing")]
+    r = check(m, properties=props, check_deadlock=False)
+    assert r.verdict == OK and r.stats.complete
+    assert r.stats.distinct == 40344
+
+
+# -- the data path across a reassignment ------------------------------------------------------
+
+DATA = {"brokers": 2, "replication_factor": 1, "reassignments": "1", "max_records": 2, "max_crashes": 0,
+        "max_session_expiries": 0, "max_isr_shrinks": 0, "preferred_election": False}
+
+
+def test_no_acked_record_lost_across_a_reassignment():
+    """The new replica starts with an empty log and fetches; the partition moves to it
+    with every acknowledged record (2 records, no fault: nothing can truncate)."""
+    m = model(None, **DATA)
+    r = check(m)
+    assert [v.property for v in r.violations] == ["FollowerTruncates"]   # no fault, no truncation
+    assert r.violations[0].kind == "sometimes"
+    assert r.stats.distinct == 6317
+    assert r.stats.witnesses["AcksAllAcknowledged"] is not None
+    assert r.stats.witnesses["ReassignmentCompletes"] is not None
+
+
+
+# -- the properties can fail ----------------------------------------------------------------------
+
+def test_reassignment_properties_can_fail():
+    m = model("reassign")
+    s = m.init_states()[0]
+    li = LeaderIsr(0, 1, (0, 1), 1, 1)
+    ok = s._replace(zk=s.zk._replace(partitions=(li,)))
+    assert reassignment_isr_in_ar(ok)
+    assert not reassignment_isr_in_ar(ok._replace(zk=ok.zk._replace(ar=((1, 2),))))       # 0 left the AR
+    moved = ok._replace(ghost=ok.ghost._replace(inv_leader_moved=((1, 2),)))
+    assert not reassignment_leader_in_rar(moved)                                          # leader 0 not in RAR
+    assert reassignment_leader_in_rar(moved._replace(zk=moved.zk._replace(partitions=(li._replace(leader=1),))))
+    quiescent = [p for p in m.properties() if p.name == "ReassignmentCompletesWhenQuiescent"][0]
+    stuck = ok._replace(zk=ok.zk._replace(reassign=((1, 2),)), budget=ok.budget._replace(reassignments=0))
+    assert quiescent.predicate(stuck) == bool(m.actions(stuck))
+
+
+def test_stop_replica_waits_for_earlier_leader_and_isr():
+    """FIFO per controller for what reassignment needs: a deleted replica must not apply
+    a LeaderAndIsr its controller sent before the StopReplica."""
+    m = model("reassign")
+    s = m.init_states()[0]
+    s = m.next_state(s, _pick(m, s, "ElectController(broker=0)"))
+    s = m.next_state(s, _pick(m, s, "ElectLeader("))
+    b1 = s.brokers[1]
+    s = s._replace(brokers=(s.brokers[0], b1._replace(inbox=add_request(b1.inbox, StopReplica(1, 0, True))),
+                            s.brokers[2]))
+    assert not any(a.name == "DeliverStopReplica" for a in m.actions(s))
+    s = m.next_state(s, _pick(m, s, "DeliverLeaderAndIsr(broker=1"))
+    assert any(a.name == "DeliverStopReplica" for a in m.actions(s))
+
+
+@pytest.mark.parametrize("bad", ["1,x", "5:1", "0,0", "7"])
+def test_bad_reassignments_are_one_line_errors(bad):
+    with pytest.raises((UsageError, ValueError)):
+        model("reassign", reassignments=bad)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "checker", "check", "--model", "spec.family:FAMILY",
+                        "--preset", "reassign", "--set", f"reassignments={bad}"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "reassignments" in p.stderr
 
 
 def save_worked_example() -> Path:
