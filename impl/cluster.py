@@ -251,6 +251,88 @@ class Cluster:
                 return True
         raise RuntimeError(f"truncation of {tp} on broker {follower} did not converge")
 
+    def preferred_replica_election(self, c: int) -> None:
+        self._tick()
+        self._send(self.server(c).controller.process_preferred_replica_election())
+
+    # -- running the cluster until it is quiet -----------------------------------------------------
+    def settle(self, max_steps: int = 10_000) -> int:
+        """Run every pending piece of work, in a fixed order, until there is none: what a
+        healthy cluster does between two faults.  Returns the number of operations.
+        Controller work first (election of a controller, broker changes, elections,
+        ISR removals, notifications, deletion), then request delivery, then the
+        followers' truncation and fetches, then ISR expansion.  No fault is injected."""
+        steps = 0
+        while steps < max_steps:
+            op = self._next_operation()
+            if op is None:
+                return steps
+            op()
+            steps += 1
+        raise RuntimeError(f"the cluster did not settle in {max_steps} operations")
+
+    def _next_operation(self):
+        running = [b for b, s in enumerate(self.servers) if s is not None]
+        for b in running:
+            if self.servers[b].controller.should_resign():
+                return lambda b=b: self.resign(b)
+        for b in running:
+            if not self.is_registered(b):
+                return lambda b=b: self.register(b)
+        for b in running:
+            if self.servers[b].controller.can_elect():
+                return lambda b=b: self.elect_controller(b)
+        for c in running:
+            ctl = self.servers[c].controller
+            if ctl.ctx is None:
+                continue
+            for b in ctl.broker_changes():
+                return lambda c=c, b=b: self.broker_change(c, b)
+            for tp in ctl.isr_changed_partitions():
+                return lambda c=c, tp=tp: self.isr_change_notification(c, tp)
+            if ctl.preferred_election_requested():
+                return lambda c=c: self.preferred_replica_election(c)
+            for t in ctl.topics_to_start_deleting():
+                return lambda c=c, t=t: self.start_topic_deletion(c, t)
+            for tp, r in ctl.replicas_to_take_offline():
+                return lambda c=c, tp=tp, r=r: self.remove_replica_from_isr(c, tp, r)
+            for tp in sorted(ctl.ctx.assignments):
+                if ctl.pending_election(tp):
+                    return lambda c=c, tp=tp: self.elect_leader(c, tp)
+            for step, tp, r in ctl.deletion_steps():
+                if step == "start":
+                    return lambda c=c, tp=tp, r=r: self.start_replica_deletion(c, tp, r)
+                return lambda c=c, tp=tp, r=r: self.retry_replica_deletion(c, tp, r)
+            for t in ctl.topics_deleted():
+                return lambda c=c, t=t: self.complete_topic_deletion(c, t)
+        for b in running:
+            if self.in_flight[b]:
+                return lambda b=b: self.deliver(b, self.in_flight[b][0])
+        for f in running:
+            rm = self.servers[f].replica_manager
+            for tp, st in sorted(rm.fetchers.items()):
+                leader = self.servers[st.leader] if 0 <= st.leader < self.brokers else None
+                if leader is None or leader.replica_manager.leader_partition(tp) is None:
+                    continue
+                if st.truncating:
+                    return lambda f=f, tp=tp: self.truncate(f, tp)
+                if (not leader.replica_manager._fenced_epoch(leader.replica_manager.leader_partition(tp),
+                                                             rm._current_epoch(tp))
+                        and leader.replica_manager.fetch_would_complete(tp, f, rm.logs.get(tp))):
+                    return lambda f=f, tp=tp: self.fetch(f, tp)
+        for b in running:
+            rm = self.servers[b].replica_manager
+            for tp in sorted(rm.partitions):
+                p = rm.leader_partition(tp)
+                if p is None or not rm.isr_write_would_succeed(tp):
+                    continue
+                for r in p.replicas:
+                    fs = self.servers[r]
+                    if (r != b and fs is not None and tp in fs.replica_manager.fetchers
+                            and fs.replica_manager.fetchers[tp].leader == b and rm.can_expand_isr(tp, r)):
+                        return lambda b=b, tp=tp, r=r: self.expand_isr(b, tp, r)
+        return None
+
     # -- admin ---------------------------------------------------------------------------------------
     def create_topic(self, topic: str, assignment: dict, config: dict | None = None) -> None:
         self._tick()

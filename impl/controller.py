@@ -347,6 +347,39 @@ class Controller:
         """Every leadership change bumps the leader epoch: it is what brokers compare."""
         return zk_state.leader_epoch + 1 if zk_state else 0
 
+    # -- preferred replica election requested by the admin tool -------------------------------------
+    def preferred_election_requested(self) -> list[TopicPartition]:
+        if not self.is_active():
+            return []
+        return self.zk.get_preferred_replica_election() or []
+
+    def process_preferred_replica_election(self) -> list:
+        """/admin/preferred_replica_election: move each listed partition's leadership back
+        to its preferred replica where that replica is alive and in the ISR (never
+        unclean), then delete the request, as Kafka does whatever the outcome."""
+        out = []
+        for tp in self.preferred_election_requested():
+            if tp not in self.ctx.assignments or self.ctx.partition_states.get(tp) != ONLINE_PARTITION:
+                continue
+            zk_state = self.zk.get_partition_state(tp)
+            if zk_state is None or self.ctx.assignments[tp][0] in self.ctx.shutting_down:
+                continue
+            r = E.preferred_replica_partition_leader_election(self.ctx.assignments[tp], zk_state.leader,
+                                                              zk_state.isr, self._live())
+            if r is None:
+                continue
+            try:
+                li = self.zk.write_partition_state(tp, r[0], self._next_leader_epoch(zk_state), r[1], self.ctx.epoch,
+                                                   zk_state.zk_version, self._epoch_check())
+            except ControllerMovedError:
+                self.resign()
+                return out
+            self.ctx.leadership[tp] = li
+            self._partition_state(tp, ONLINE_PARTITION, f" with state {li} (preferred election requested)")
+            out += self._leader_and_isr(tp, li, [x for x in self.ctx.assignments[tp] if x in self._live()])
+        self.zk.delete_preferred_replica_election()
+        return out
+
     # -- OfflineReplica: removal from the ISR ---------------------------------------------------------
     def replicas_to_take_offline(self) -> list[tuple[TopicPartition, int]]:
         ctx = self.ctx
