@@ -264,7 +264,7 @@ class KafkaSymbolic(SymbolicModel):
         """For BMC: the requests in flight as one slot per step (the request sent to a
         broker for a partition at step j, at most one), instead of an array.  Exact
         for runs of at most ``steps`` steps, and much cheaper for z3."""
-        return KafkaSymbolic(self.cfg, slots=max(steps, 1))
+        return type(self)(self.cfg, slots=max(steps, 1))
 
     def frame(self, tag: Any) -> KFrame:
         return KFrame(self, tag)

@@ -182,6 +182,36 @@ def test_a_symbolic_counterexample_that_does_not_replay_is_a_disagreement():
     assert why is not None and "holds" in why
 
 
+class _Misdecoded(KafkaSymbolic):
+    """A deliberately broken encoding: ExpireSession decodes to the wrong broker."""
+
+    def _expire(self, b):
+        act = super()._expire(b)
+        from dataclasses import replace
+
+        from checker.model import action
+        return replace(act, explicit=lambda ev, f, p: [action("ExpireSession", broker=(b + 1) % self.n)])
+
+
+class _BrokenFamily(type(FAMILY)):
+    def symbolic(self, config):
+        return _Misdecoded(KafkaConfig(**config))
+
+
+BROKEN = _BrokenFamily()
+
+
+def test_bmc_reports_a_disagreement_between_the_encodings_as_exit_3(tmp_path, capsys):
+    from checker.cli import main
+    code = main(["bmc", "--model", "tests.test_symbolic:BROKEN", "--preset", "zombie", "--steps", "4",
+                 "--property", "ControllerEpochFencing", "--traces-dir", str(tmp_path), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 3, out + err
+    assert "the symbolic and explicit encodings disagree" in err and "does not replay" in err
+    assert "(reproduce: kmc bmc --model tests.test_symbolic:BROKEN" in err
+    assert not list(tmp_path.glob("*.json"))
+
+
 def test_explicit_transitions_are_symbolic_transitions():
     """One direction of agreement, on a sample of the tiny preset's edges: for an explicit
     step s -a-> t, the symbolic step relation allows abstract(s) -> abstract(t) with an
