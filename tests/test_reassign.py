@@ -228,6 +228,31 @@ def test_reassignment_isr_in_ar_holds_with_a_controller_failover():
     assert r.stats.distinct == 40344
 
 
+def _eventually(m):
+    return [p for p in m.properties() if p.name == "EventuallyReassignmentCompletes"]
+
+
+def test_eventually_reassignment_completes_without_faults():
+    from checker.graph import explore
+    from checker.liveness import check_liveness
+
+    m = model("reassign-rf")
+    assert check_liveness(explore(m), m, _eventually(m)) == []
+
+
+@pytest.mark.slow
+def test_eventually_reassignment_completes_fails_when_stranded():
+    """With one crash the stranded reassignment above is a lasso: a state nothing
+    leaves, with the reassignment pending and no dead broker to wait for."""
+    from checker.graph import explore
+    from checker.liveness import check_liveness
+
+    m = model("reassign-crash")
+    [lasso] = check_liveness(explore(m), m, _eventually(m))
+    final = lasso.graph.states[lasso.node]
+    assert lasso.loop == [] and final.zk.reassign == ((1,),) and m.actions(final) == []
+
+
 # -- the data path across a reassignment ------------------------------------------------------
 
 DATA = {"brokers": 2, "replication_factor": 1, "reassignments": "1", "max_records": 2, "max_crashes": 0,
