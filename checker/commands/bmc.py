@@ -23,14 +23,23 @@ from typing import Any
 
 from checker.errors import ModelError, UsageError
 
+EPILOG = """exit status:
+  0    no violation within K steps (a bounded result, not a proof)
+  1    a violation: replayed on the explicit model and saved as a trace
+  2    bad input: unknown property, preset, key or flag, a configuration the
+       encoding does not cover
+  3    the symbolic and explicit encodings disagree: the symbolic counterexample
+       does not replay on the explicit model (the message says where and why)
+  4    internal error of kmc (KMC_DEBUG=1 shows the traceback)"""
+
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _positive, _wrap
+    from checker.cli import _positive, _wrap
     from checker.commands._symbolic import add_config_options
 
     p = sub.add_parser(
         "bmc", help="bounded model checking with z3: look for a violation within K steps",
-        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+        allow_abbrev=False, formatter_class=fmt, epilog=EPILOG,
         description=_wrap("Unroll the family's symbolic encoding K steps and ask z3 for a violation, depth by "
                           "depth (so the first one found is a shortest one). A violation is replayed on the "
                           "explicit model and saved as an ordinary trace; if it does not replay, the two "

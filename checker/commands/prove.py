@@ -26,14 +26,23 @@ from typing import Any
 
 from checker.errors import UsageError
 
+EPILOG = """exit status:
+  0    proved: the invariants hold in every reachable state of this configuration
+  1    not inductive (the counterexample to induction is printed), or z3 gave up
+  2    bad input: unknown invariant, preset, key or flag, a configuration the
+       encoding does not cover, a broken lemmas file
+  3    the model broke its contract (the encoding raised, or it disagrees with
+       the explicit model under --confirm)
+  4    internal error of kmc (KMC_DEBUG=1 shows the traceback)"""
+
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _positive, _wrap
+    from checker.cli import _positive, _wrap
     from checker.commands._symbolic import add_config_options
 
     p = sub.add_parser(
         "prove", help="prove invariants inductive with z3 (for any number of steps)",
-        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+        allow_abbrev=False, formatter_class=fmt, epilog=EPILOG,
         description=_wrap("Check with z3 that every action preserves the named invariants (together with "
                           "TypeOK and any --lemmas) from every state that satisfies them, and that the initial "
                           "states satisfy them. A failure prints the counterexample to induction: the state "
