@@ -704,7 +704,9 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
     finds the abstraction of ``s`` satisfies every conjunct and its symbolic step
     breaks the same invariant).  Returns ``(path to s, action)`` or None.
 
-    States are visited in breadth-first order, so the path is a shortest one.
+    States are visited in breadth-first order, so the path is a shortest one.  Raises
+    ModelError when the explicit model breaks the invariant that way but z3 does not
+    agree on any such state (a disagreement between the encodings).
     """
     from checker.graph import explore
     props = {p.name: p for p in explicit_model.properties()}
@@ -719,6 +721,7 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
     f, g = model.frame("r0"), model.frame("r1")
     step = _Step(model, acts, range(len(acts)), f, g, "r")
     inv = next((t for t in targets if t.name == cti.broken), None)
+    disagreement = None
     for n, s in enumerate(graph.states):
         for a in explicit_model.actions(s):
             if a.name != cti.action.name:
@@ -738,4 +741,10 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
                 solver.add(z3.Not(_state_pred(c, g)))
             if solver.check() == z3.sat:
                 return graph.path_to(n), a
+            disagreement = disagreement or (n, a)
+    if disagreement is not None:
+        n, a = disagreement
+        path = " -> ".join(str(x) for _s, x, _d in graph.path_to(n))
+        raise ModelError(f"the symbolic and explicit encodings disagree: explicitly, {a} breaks {cti.broken} from "
+                         f"the state reached by [{path}], but z3 finds no such step from that state's abstraction")
     return None

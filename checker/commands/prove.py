@@ -31,8 +31,8 @@ EPILOG = """exit status:
   1    not inductive (the counterexample to induction is printed), or z3 gave up
   2    bad input: unknown invariant, preset, key or flag, a configuration the
        encoding does not cover, a broken lemmas file
-  3    the model broke its contract (the encoding raised, or it disagrees with
-       the explicit model under --confirm)
+  3    the model broke its contract: the encoding raised, or (--confirm) the
+       explicit model breaks the invariant where z3 says it cannot
   4    internal error of kmc (KMC_DEBUG=1 shows the traceback)"""
 
 
