@@ -105,7 +105,7 @@ _PRESETS = {
     "data-kip279-3": Preset("data-kip279-3", "data path, 3 brokers, 2 records, 2 crashes, atomic controller: "
                             "truncation=kip279 (before KIP-320): a stale follower fetches", {**_DATA3,
                                                                                          "truncation": "kip279"}),
-    "data-kip320-3": Preset("data-kip320-3", "as data-kip279-3 with truncation=kip320: must hold (531,183 "
+    "data-kip320-3": Preset("data-kip320-3", "as data-kip279-3 with truncation=kip320: holds (531,183 "
                             "states; slow)", dict(_DATA3)),
     "data-unclean": Preset("data-unclean", "data path with unclean.leader.election.enable=true and an ISR "
                            "shrink: acknowledged data lost",
