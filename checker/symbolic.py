@@ -487,8 +487,24 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         s.add(*pre)
         s.add(*step.constraints)
         checks = [(n, z3.Not(p)) for n, p in post] + [(inv.name, _step_violation(inv, step)) for inv in steps]
+        s.push()
         s.add(z3.Or([b for _, b in checks]))
         answer = s.check()
+        if answer == z3.unknown and len(checks) > 1:
+            # quantified lemmas: z3 may settle each conjunct where it gave up on all of them
+            s.pop()
+            answers = []
+            for _name, b in checks:
+                s.push()
+                s.add(b)
+                answers.append(s.check())
+                if answers[-1] == z3.sat:
+                    break
+                s.pop()
+            answer = (z3.sat if answers[-1] == z3.sat else
+                      z3.unknown if z3.unknown in answers else z3.unsat)
+            if answer == z3.unknown:
+                s.push()    # reason_unknown below reads the last query
         dt = time.perf_counter() - t0
         result.queries.append((aname, str(answer), dt))
         if progress is not None:

@@ -25,7 +25,8 @@ see examples/lemmas.py.  The frame's fields mirror spec/state.py::
     f.zk_controller, f.zk_epoch, f.session[b]
     f.zk[p]                    .leader .leader_epoch .isr (bit-vector) .controller_epoch .version
     f.alive[b], f.seen[b]      (controller_epoch_seen), f.view[b][p] (a LeaderIsr as above)
-    f.in_flight(b, pred)       every request in flight to b satisfies pred(req) (a ForAll)
+    f.in_flight(b, pred)       every request in flight to b (for partition p) satisfies pred(p, req)
+    f.in_flight_pairs(b1, b2, pred)   every pair of requests in flight to b1 and b2: pred(p1, r1, p2, r2)
     f.ctx[b]                   .has .epoch .live[x] .cache[p] .pstate[p] .rstate[p][i]
     f.budget[name]
 
@@ -196,6 +197,25 @@ class KFrame(Frame):
         body = z3.And([z3.Implies(Req.partition(r) == p, pred(p, view)) for p in range(self.partitions)]
                       + [z3.And(Req.partition(r) >= 0, Req.partition(r) < self.partitions)])
         return z3.ForAll([r], z3.Implies(self.inbox[b][r], body), patterns=[self.inbox[b][r]])
+
+
+    def in_flight_pairs(self, b1: int, b2: int, pred: Callable[[int, LI, int, LI], z3.BoolRef]) -> z3.BoolRef:
+        """Every pair of requests in flight, one to ``b1`` and one to ``b2`` (for
+        partitions p1 and p2), satisfies ``pred(p1, r1, p2, r2)``; quantified over pairs."""
+        if self.enc.slots is not None:
+            return z3.And([z3.Implies(z3.And(v1, v2), pred(p1, l1, p2, l2))
+                           for p1 in range(self.partitions) for v1, l1 in self.slot[b1][p1]
+                           for p2 in range(self.partitions) for v2, l2 in self.slot[b2][p2]])
+        Req = self.enc.Req
+        r1, r2 = z3.Const(f"req1_{b1}_{b2}", Req), z3.Const(f"req2_{b1}_{b2}", Req)
+
+        def view(r):
+            return LI(Req.leader(r), Req.leader_epoch(r), Req.isr(r), Req.controller_epoch(r), Req.version(r))
+        body = z3.And([z3.Implies(z3.And(Req.partition(r1) == p1, Req.partition(r2) == p2),
+                                  pred(p1, view(r1), p2, view(r2)))
+                       for p1 in range(self.partitions) for p2 in range(self.partitions)])
+        return z3.ForAll([r1, r2], z3.Implies(z3.And(self.inbox[b1][r1], self.inbox[b2][r2]), body),
+                         patterns=[z3.MultiPattern(self.inbox[b1][r1], self.inbox[b2][r2])])
 
 
 class _U:
