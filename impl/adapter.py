@@ -78,7 +78,7 @@ from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
 from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
 from impl.requests import LeaderAndIsrRequest, StopReplicaRequest
-from impl.zkclient import NO_LEADER, TopicPartition
+from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 
 TOPIC = "t"
 
@@ -96,6 +96,25 @@ IGNORED = {
     "controller.pending": "watch events queued: the model reads ZooKeeper directly",
     "controller.epoch_zk_version": "a function of the epoch",
     "state-change.log": "output only",
+}
+
+
+def parse_reassignments(text: str) -> list[tuple[int, tuple]]:
+    """The admin's reassignment requests, in order: "P:r,r;..." or "r,r" (partition 0)."""
+    out = []
+    for item in (x.strip() for x in text.split(";")):
+        if item:
+            part, _, replicas = item.rpartition(":")
+            out.append((int(part) if part.strip() else 0, tuple(int(r) for r in replicas.split(","))))
+    return out
+
+
+REASSIGN_STEPS = {
+    "ReassignExtendAr": "1", "ReassignBumpLeaderEpoch": "2", "ReassignStartNewReplicas": "3",
+    "ReassignOnlineReplicas": "5", "ReassignCacheAr": "6", "ReassignElectLeader": "7",
+    "ReassignOfflineOldReplicas": "8", "ReassignStartReplicaDeletion": "9a",
+    "ReassignReplicaDeletionSuccessful": "9b", "ReassignRemoveReplicas": "9", "ReassignShrinkAr": "10",
+    "CompleteReassignment": "11",
 }
 
 
@@ -174,6 +193,13 @@ class KafkaImplementation:
             "min.insync.replicas": str(_cfg(config, "min_insync_replicas", 1)),
         }
         self.cluster.create_topic(TOPIC, self.assignment, topic_config)
+        self.reassign_targets = parse_reassignments(str(_cfg(config, "reassignments", "")))
+        self.budget.reassignments = list(self.reassign_targets)
+        # Per-replica lists are over every broker that may ever hold a replica: the
+        # initial AR, then each broker a reassignment adds, in order of first mention.
+        self.slots = {p: list(ar) for p, ar in self.assignment.items()}
+        for p, rar in self.reassign_targets:
+            self.slots[p] += [r for r in rar if r not in self.slots[p]]
 
     # -- helpers ----------------------------------------------------------------------------
     def _tp(self, act) -> TopicPartition:
@@ -293,7 +319,15 @@ class KafkaImplementation:
                 bud.records -= 1
 
     def enabled(self, act) -> bool:
-        return self._possible(act) and self._within_budget(act)
+        return self._possible(act) and self._within_budget(act) and not self._controller_busy(act)
+
+    def _controller_busy(self, act) -> bool:
+        """A controller inside a reassignment event handles no other event."""
+        c = act.get("controller")
+        if c is None or act.name in REASSIGN_STEPS:
+            return False
+        ctl = self._ctl(c)
+        return ctl is not None and ctl.in_reassignment_event()
 
     def _possible(self, act) -> bool:
         c = self.cluster
@@ -349,7 +383,16 @@ class KafkaImplementation:
             ctl = self._ctl(act.get("controller"))
             return ctl is not None and TOPIC in ctl.topics_deleted()
         if name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
-            return self._find_request(act) is not None
+            req = self._find_request(act)
+            if req is None:
+                return False
+            if isinstance(req, StopReplicaRequest) and self.reassign_targets:
+                # The controller's channel is FIFO: a StopReplica does not overtake a
+                # LeaderAndIsr its controller sent for that partition (spec/broker.py).
+                return not any(isinstance(q, LeaderAndIsrRequest) and q.topic_partition == req.topic_partition
+                               and q.controller_epoch == req.controller_epoch
+                               for q in c.in_flight[act.get("broker")])
+            return True
         if name == "ShrinkIsr":
             b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
             rm = self._rm(b)
@@ -374,6 +417,21 @@ class KafkaImplementation:
         if name == "TruncateFollower":
             return self.truncation != "high_watermark" and \
                 self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=True)
+        if name == "ReassignPartitions":
+            nxt = self.budget.reassignments[0] if self.budget.reassignments else None
+            tp = self._tp(act)
+            return (nxt == (act.get("partition"), tuple(act.get("replicas"))) and c.admin.topic_exists(TOPIC)
+                    and TOPIC not in c.admin.get_topic_deletions() and not get_partition_reassignment(c.admin)
+                    and c.admin.get_partition_state(tp) is not None)
+        if name == "StartReassignment":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and self._tp(act) in ctl.reassignments_to_start()
+        if name in REASSIGN_STEPS:
+            ctl = self._ctl(act.get("controller"))
+            if ctl is None:
+                return False
+            want = (REASSIGN_STEPS[name], self._tp(act), act.get("leader"))
+            return want in ctl.reassignment_steps()
         raise KeyError(f"no driver operation for action {name!r}")
 
     def apply(self, act) -> None:
@@ -429,6 +487,13 @@ class KafkaImplementation:
             c.fetch(act.get("follower"), self._tp(act))
         elif name == "TruncateFollower":
             c.truncate(act.get("follower"), self._tp(act))
+        elif name == "ReassignPartitions":
+            self.budget.reassignments.pop(0)
+            c.reassign_partitions({self._tp(act): tuple(act.get("replicas"))})
+        elif name == "StartReassignment":
+            c.start_reassignment(act.get("controller"), self._tp(act))
+        elif name in REASSIGN_STEPS:
+            c.reassignment_step(act.get("controller"), REASSIGN_STEPS[name], self._tp(act))
         else:
             raise KeyError(f"no driver operation for action {name!r}")
 
@@ -453,6 +518,11 @@ class KafkaImplementation:
             "partitions": [_li(zk.get_partition_state(tp)) for tp in tps],
             "delete_topic": TOPIC in zk.get_topic_deletions(),
         }
+        if self.reassign_targets:
+            pending = get_partition_reassignment(zk)
+            assignment = zk.get_assignment(TOPIC) if zk.topic_exists(TOPIC) else {}
+            observed_zk["ar"] = [list(assignment.get(tp.partition, ())) for tp in tps]
+            observed_zk["reassign"] = [list(pending.get(tp, ())) for tp in tps]
         brokers = []
         for b in range(self.n):
             s = c.servers[b]
@@ -466,6 +536,9 @@ class KafkaImplementation:
                      "partitions": [self._view(rm.partitions.get(tp)) for tp in tps],
                      "inbox": inbox, "ctx": self._ctx(b, s.controller.ctx, tps)}
             d["replicas"] = [self._replica(b, tp) for tp in tps] if self.data_path else []
+            if self.reassign_targets:
+                parts = s.replica_manager.partitions if s is not None else {}
+                d["assigned"] = [list(parts[tp].replicas) if tp in parts else [] for tp in tps]
             brokers.append(d)
         return {"zk": observed_zk, "brokers": brokers}
 
@@ -488,17 +561,23 @@ class KafkaImplementation:
     def _ctx(self, b: int, ctx, tps) -> dict | None:
         if ctx is None:
             return None
-        return {
+        out = {
             "epoch": ctx.epoch,
             "live": [self._session_number(x, ctx.live_broker_epochs[x]) if x in ctx.live_broker_epochs else 0
                      for x in range(self.n)],
             "partitions": [_li(ctx.leadership.get(tp)) for tp in tps],
             "partition_states": [ctx.partition_states.get(tp, NON_EXISTENT_PARTITION) for tp in tps],
-            "replica_states": [[ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA) for r in self.assignment[tp.partition]]
+            "replica_states": [[ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA) for r in self.slots[tp.partition]]
                                for tp in tps],
             "shutting_down": [x in ctx.shutting_down for x in range(self.n)],
             "deleting": TOPIC in ctx.topics_to_be_deleted,
         }
+        if self.reassign_targets:
+            out["ar"] = [list(ctx.assignments.get(tp, ())) for tp in tps]
+            out["reassigning"] = [None if tp not in ctx.reassigning else {
+                "target": list(ctx.reassigning[tp].target), "original": list(ctx.reassigning[tp].original),
+                "step": ctx.reassigning[tp].step} for tp in tps]
+        return out
 
     def _replica(self, b: int, tp: TopicPartition) -> dict:
         log = self.cluster.disks[b].logs.get(tp)
@@ -509,5 +588,5 @@ class KafkaImplementation:
         leos = None
         if rm is not None and rm.leader_partition(tp) is not None:
             p = rm.leader_partition(tp)
-            leos = {str(r): p.remote_leos.get(r, -1) for r in self.assignment[tp.partition] if r != b}
+            leos = {str(r): p.remote_leos.get(r, -1) for r in self.slots[tp.partition] if r != b}
         return {"log": records, "hw": hw, "truncating": truncating, "follower_leos": leos}

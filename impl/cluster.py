@@ -34,7 +34,7 @@ from impl.broker import BrokerDisk, KafkaServer
 from impl.config import BrokerConfig
 from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest
 from impl.zk import InMemoryStore
-from impl.zkclient import KafkaZkClient, TopicPartition
+from impl.zkclient import KafkaZkClient, TopicPartition, create_partition_reassignment
 
 __all__ = ["Cluster", "TopicPartition"]
 
@@ -197,6 +197,14 @@ class Cluster:
         self._tick()
         self._send(self.server(c).controller.complete_topic_deletion(topic))
 
+    def start_reassignment(self, c: int, tp: TopicPartition) -> None:
+        self._tick()
+        self._send(self.server(c).controller.start_reassignment(tp))
+
+    def reassignment_step(self, c: int, step: str, tp: TopicPartition) -> None:
+        self._tick()
+        self._send(self.server(c).controller.reassignment_step(step, tp))
+
     # -- leaders' ISR timers -------------------------------------------------------------------------
     def shrink_isr(self, leader: int, tp: TopicPartition, replica: int) -> bool:
         self._tick()
@@ -337,6 +345,12 @@ class Cluster:
     def create_topic(self, topic: str, assignment: dict, config: dict | None = None) -> None:
         self._tick()
         self.admin.create_topic(topic, assignment, config or {})
+        self._deliver_watches()
+
+    def reassign_partitions(self, entries: dict) -> None:
+        """kafka-reassign-partitions --execute: write /admin/reassign_partitions."""
+        self._tick()
+        create_partition_reassignment(self.admin, entries)
         self._deliver_watches()
 
     def delete_topic(self, topic: str) -> None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from impl import election as E
 from impl.config import BrokerConfig
+from impl.reassignment import ReassignmentSteps
 from impl.requests import (
     LeaderAndIsrRequest,
     Send,
@@ -55,6 +56,7 @@ from impl.zkclient import (
     KafkaZkClient,
     LeaderAndIsr,
     TopicPartition,
+    get_partition_reassignment,
 )
 
 # Partition states (PartitionStateMachine)
@@ -109,6 +111,7 @@ class ControllerContext:
     partition_states: dict = field(default_factory=dict)            # tp -> partition state
     replica_states: dict = field(default_factory=dict)              # (tp, replica) -> replica state
     topics_to_be_deleted: set = field(default_factory=set)
+    reassigning: dict = field(default_factory=dict)                 # tp -> ReassignedPartitionContext
 
     def partitions_of(self, topic: str):
         return sorted(tp for tp in self.assignments if tp.topic == topic)
@@ -117,7 +120,7 @@ class ControllerContext:
         return sorted(tp for tp, ar in self.assignments.items() if broker in ar)
 
 
-class Controller:
+class Controller(ReassignmentSteps):
     def __init__(self, broker_id: int, config: BrokerConfig, zk: KafkaZkClient, state_log: StateChangeLogger,
                  clock) -> None:
         self.broker_id = broker_id
@@ -196,6 +199,7 @@ class Controller:
                     ctx.partition_states[tp] = ONLINE_PARTITION if li.leader in live else OFFLINE_PARTITION
                 for r in ar:
                     ctx.replica_states[(tp, r)] = ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE
+        self._initialize_partition_reassignment()
         out = []
         for tp in sorted(ctx.leadership):
             out += self._leader_and_isr(tp, ctx.leadership[tp], [r for r in ctx.assignments[tp] if r in live])
@@ -318,7 +322,8 @@ class Controller:
         if zk_state.leader != NO_LEADER and zk_state.leader in ctx.shutting_down:
             r = E.controlled_shutdown_partition_leader_election(ar, isr, live, ctx.shutting_down)
             return ("controlled_shutdown", r[0], r[1], True) if r else None
-        if self.config.auto_leader_rebalance_enable and ar[0] not in ctx.shutting_down:
+        # Kafka leaves partitions being reassigned out of preferred-replica election.
+        if self.config.auto_leader_rebalance_enable and ar[0] not in ctx.shutting_down and tp not in ctx.reassigning:
             r = E.preferred_replica_partition_leader_election(ar, zk_state.leader, isr, live)
             return ("preferred", r[0], r[1], True) if r else None
         return None
@@ -474,8 +479,10 @@ class Controller:
     def topics_to_start_deleting(self) -> list[str]:
         if not self.config.delete_topic_enable or not self.is_active() or TOPIC_DELETION not in self.pending:
             return []
+        # A topic with a reassignment pending is ineligible for deletion (Kafka 2.x).
+        pending = {tp.topic for tp in get_partition_reassignment(self.zk)} | {tp.topic for tp in self.ctx.reassigning}
         return [t for t in self.zk.get_topic_deletions()
-                if t not in self.ctx.topics_to_be_deleted and self.zk.topic_exists(t)
+                if t not in self.ctx.topics_to_be_deleted and self.zk.topic_exists(t) and t not in pending
                 and any(tp.topic == t for tp in self.ctx.assignments)]
 
     def start_topic_deletion(self, topic: str) -> list:

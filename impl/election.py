@@ -48,3 +48,12 @@ def controlled_shutdown_partition_leader_election(assignment, isr, live, shuttin
         if r in live and r in isr and r not in shutting_down:
             return r, tuple(x for x in isr if x not in shutting_down)
     return None
+
+
+def reassign_partition_leader_election(target, isr, live) -> int | None:
+    """ReassignPartition (reassignment step 7): the first replica of RAR that is alive and
+    in the ISR; never unclean (with none, the controller waits)."""
+    for r in target:
+        if r in live and r in isr:
+            return r
+    return None

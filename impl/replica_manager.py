@@ -178,12 +178,17 @@ class ReplicaManager:
             return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp,
                                                                    STALE_CONTROLLER_EPOCH))]
         self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
-        self.partitions.pop(tp, None)
         self.fetchers.pop(tp, None)
-        if req.delete_partition:
-            self.logs.pop(tp, None)         # the log directory is deleted
         self._trace("", f"Handling StopReplica (delete={req.delete_partition}) for partition {tp} from "
                     f"controller {req.controller_id} epoch {req.controller_epoch}")
+        if not req.delete_partition:
+            # Stop fetching and leading; the log and the leader epoch stay (Kafka keeps
+            # the Partition, so a stale LeaderAndIsr is still refused).
+            if tp in self.partitions:
+                self.partitions[tp].leader = NO_LEADER
+            return []
+        self.partitions.pop(tp, None)
+        self.logs.pop(tp, None)             # the log directory is deleted
         return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp, NONE))]
 
     # -- leader: produce, fetch, HW ------------------------------------------------------------

@@ -303,3 +303,43 @@ class KafkaZkClient:
             self.store.delete(self.session, "/admin/preferred_replica_election")
         except Z.NoNodeError:
             pass
+
+
+# -- partition reassignment (/admin/reassign_partitions) -------------------------------------------
+def _reassign_data(entries: dict) -> bytes:
+    return _enc({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition, "replicas": list(r)}
+                                              for tp, r in sorted(entries.items())]})
+
+
+def get_partition_reassignment(zk: KafkaZkClient, watch: bool = False) -> dict:
+    """tp -> RAR of every pending reassignment ({} when there is none)."""
+    try:
+        data, _ = zk.store.get_data(zk.session, "/admin/reassign_partitions", watch=watch)
+    except Z.NoNodeError:
+        if watch:
+            zk.store.exists(zk.session, "/admin/reassign_partitions", watch=True)
+        return {}
+    return {TopicPartition(x["topic"], x["partition"]): tuple(x["replicas"]) for x in _dec(data)["partitions"]}
+
+
+def create_partition_reassignment(zk: KafkaZkClient, entries: dict) -> None:
+    zk.store.create(zk.session, "/admin/reassign_partitions", _reassign_data(entries))
+
+
+def remove_partition_reassignment(zk: KafkaZkClient, tp: TopicPartition, epoch_zk_version: int | None) -> None:
+    """Take ``tp`` out of /admin/reassign_partitions; the znode goes with its last entry."""
+    entries = get_partition_reassignment(zk)
+    entries.pop(tp, None)
+    if entries:
+        op = Z.SetData("/admin/reassign_partitions", _reassign_data(entries))
+    else:
+        op = Z.Delete("/admin/reassign_partitions")
+    zk._controller_multi([op], epoch_zk_version)
+
+
+def set_assignment(zk: KafkaZkClient, tp: TopicPartition, replicas: tuple, epoch_zk_version: int | None) -> None:
+    """Rewrite one partition's AR in /brokers/topics/<t> (reassignment steps 1 and 10)."""
+    assignment = zk.get_assignment(tp.topic)
+    assignment[tp.partition] = tuple(replicas)
+    data = _enc({"version": 1, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())}})
+    zk._controller_multi([Z.SetData(f"/brokers/topics/{tp.topic}", data)], epoch_zk_version)

@@ -108,10 +108,13 @@ class KafkaModel(Model):
         the model's own bookkeeping.  A broker's record of its followers' LEOs is shown
         only while it leads the partition, without its own entry: no action reads it
         otherwise (spec/datapath.py reads ``leos`` through ``_leader_view`` only)."""
-        return {"zk": {"controller": s.zk.controller, "controller_epoch": s.zk.controller_epoch,
-                       "sessions": list(s.zk.sessions), "topic": s.zk.topic,
-                       "partitions": [_obs_li(li) for li in s.zk.partitions], "delete_topic": s.zk.delete_topic},
-                "brokers": [self._obs_broker(b, br) for b, br in enumerate(s.brokers)]}
+        zk = {"controller": s.zk.controller, "controller_epoch": s.zk.controller_epoch,
+              "sessions": list(s.zk.sessions), "topic": s.zk.topic,
+              "partitions": [_obs_li(li) for li in s.zk.partitions], "delete_topic": s.zk.delete_topic}
+        if self.reassign_targets:   # without reassignment the AR is static configuration
+            zk["ar"] = [list(ar) for ar in s.zk.ar]
+            zk["reassign"] = [list(r) for r in s.zk.reassign]
+        return {"zk": zk, "brokers": [self._obs_broker(b, br) for b, br in enumerate(s.brokers)]}
 
     def _obs_broker(self, b: int, br: Broker) -> dict:
         c = br.ctx
@@ -119,15 +122,22 @@ class KafkaModel(Model):
             "epoch": c.epoch, "live": list(c.live), "partitions": [_obs_li(li) for li in c.partitions],
             "partition_states": list(c.partition_states), "replica_states": [list(rs) for rs in c.replica_states],
             "shutting_down": list(c.shutting_down), "deleting": c.deleting}
+        if ctx is not None and self.reassign_targets:
+            ctx["ar"] = [list(ar) for ar in c.ar]
+            ctx["reassigning"] = [None if r is None else {"target": list(r.target), "original": list(r.original),
+                                                          "step": r.step} for r in c.reassigning]
         replicas = []
         for p, r in enumerate(br.replicas):
             leads = br.alive and br.partitions[p].leader == b
             leos = {str(x): r.leos[i] for i, x in enumerate(self.ar[p]) if x != b} if leads else None
             replicas.append({"log": list(r.log), "hw": r.hw, "truncating": r.truncating, "follower_leos": leos})
         inbox = sorted((_obs_request(q) for q in br.inbox), key=lambda d: json.dumps(d, sort_keys=True))
-        return {"alive": br.alive, "controller_epoch_seen": br.controller_epoch_seen,
-                "partitions": [_obs_li(li) for li in br.partitions], "inbox": inbox, "ctx": ctx,
-                "replicas": replicas}
+        out = {"alive": br.alive, "controller_epoch_seen": br.controller_epoch_seen,
+               "partitions": [_obs_li(li) for li in br.partitions], "inbox": inbox, "ctx": ctx,
+               "replicas": replicas}
+        if self.reassign_targets:
+            out["assigned"] = [list(a) for a in br.assigned]
+        return out
 
     def describe(self, s: KafkaState) -> dict:
         """Readable view for replay diffs: names, not tuple positions."""

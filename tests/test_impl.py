@@ -100,11 +100,14 @@ def test_tiny_conforms_on_every_transition_and_enables_nothing_more():
     assert (r["states"], r["edges"], r["taken"]) == (1340, 2759, 2759)
 
 
+def test_reassignment_conforms_on_every_transition_and_enables_nothing_more():
+    r = walk_graph("reassign-rf", probe=True)
+    assert (r["states"], r["edges"], r["taken"]) == (927, 2890, 2890)
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "traces" / "known").glob("*.json")), ids=lambda p: p.stem)
 def test_known_traces_replay_on_the_implementation(path):
     trace = load_trace(path)
-    if trace.config.get("reassignments"):
-        pytest.skip("reassignment is not implemented in impl/ yet")
     model = FAMILY.build(trace.config)
     impl = KafkaImplementation(trace.config)
     state = model.init_states()[0]
@@ -119,7 +122,8 @@ def test_known_traces_replay_on_the_implementation(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["delete", "shutdown", "failover", "data-unclean", "data-hw", "data-kip320"])
+@pytest.mark.parametrize("preset", ["delete", "shutdown", "failover", "data-unclean", "data-hw", "data-kip320",
+                                    "reassign", "reassign-crash"])
 def test_larger_presets_conform_on_a_sample_of_transitions(preset):
     """Every transition of the BFS tree (each state is reached) and one in 50 of the others;
     KMC_FULL_CONFORMANCE=1 takes all of them (minutes per preset)."""
