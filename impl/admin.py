@@ -8,7 +8,8 @@
 - replica verification (``kafka-replica-verification``): fetches every replica's log
   and says whether the replicas agree below the leader's HW and who is in sync.
 
-Reassignment (generate / execute / verify) is not here yet: see README "Reference broker".
+- partition reassignment (``kafka-reassign-partitions``): generate, execute
+  (``/admin/reassign_partitions``, carried out by the controller in its 11 steps), verify.
 
     >>> from impl.cluster import Cluster
     >>> c = Cluster(3)
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from impl.zkclient import NO_LEADER, TopicPartition
+from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 
 TOPIC_CONFIGS = ("unclean.leader.election.enable", "min.insync.replicas")
 
@@ -130,6 +131,50 @@ class Admin:
             raise AdminError("a preferred replica election is already in progress")
         self.zk.create_preferred_replica_election([tuple(tp) for tp in partitions])
         self.cluster._deliver_watches()
+
+    # -- partition reassignment (kafka-reassign-partitions) ---------------------------------------
+    def generate_reassignment(self, topics, brokers) -> tuple[dict, dict]:
+        """--generate: (current, proposed) assignments moving ``topics`` onto ``brokers``,
+        each partition's replicas round-robin from a different broker, the replication
+        factor kept."""
+        brokers = sorted(brokers)
+        current, proposed = {}, {}
+        for t in topics:
+            self._require(t)
+            for p, ar in sorted(self.zk.get_assignment(t).items()):
+                tp = TopicPartition(t, p)
+                current[tp] = ar
+                if len(ar) > len(brokers):
+                    raise AdminError(f"INVALID_REPLICATION_FACTOR: {tp} has {len(ar)} replicas, only "
+                                     f"{len(brokers)} brokers given")
+                proposed[tp] = tuple(brokers[(p + i) % len(brokers)] for i in range(len(ar)))
+        return current, proposed
+
+    def execute_reassignment(self, assignment: dict) -> None:
+        """--execute: write /admin/reassign_partitions; refused while one is in progress."""
+        if get_partition_reassignment(self.zk):
+            raise AdminError("REASSIGNMENT_IN_PROGRESS: a partition reassignment is already running")
+        live = set(self.zk.get_all_broker_and_epochs())
+        for tp, rar in assignment.items():
+            self._require(tp.topic)
+            if len(set(rar)) != len(rar) or not set(rar) <= set(range(self.cluster.brokers)):
+                raise AdminError(f"INVALID_REPLICA_ASSIGNMENT: {tp} -> {list(rar)}")
+            if not set(rar) & live:
+                raise AdminError(f"INVALID_REPLICA_ASSIGNMENT: no broker of {list(rar)} is alive")
+        self.cluster.reassign_partitions({TopicPartition(*tp): tuple(r) for tp, r in assignment.items()})
+
+    def verify_reassignment(self, assignment: dict) -> dict:
+        """--verify: per partition "completed", "in progress" or "failed" (the AR is not
+        the target and nothing is running)."""
+        pending = get_partition_reassignment(self.zk)
+        out = {}
+        for tp, rar in assignment.items():
+            tp = TopicPartition(*tp)
+            if tp in pending:
+                out[tp] = "in progress"
+            else:
+                out[tp] = "completed" if self.zk.get_assignment(tp.topic).get(tp.partition) == tuple(rar) else "failed"
+        return out
 
     # -- replica verification -------------------------------------------------------------------------
     def verify_replicas(self, name: str) -> list[ReplicaVerification]:

@@ -294,12 +294,20 @@ class Cluster:
             ctl = self.servers[c].controller
             if ctl.ctx is None:
                 continue
+            steps = ctl.reassignment_steps()
+            if ctl.in_reassignment_event():      # inside a reassignment event: only its next step
+                step, tp, _leader = steps[0]
+                return lambda c=c, step=step, tp=tp: self.reassignment_step(c, step, tp)
             for b in ctl.broker_changes():
                 return lambda c=c, b=b: self.broker_change(c, b)
             for tp in ctl.isr_changed_partitions():
                 return lambda c=c, tp=tp: self.isr_change_notification(c, tp)
             if ctl.preferred_election_requested():
                 return lambda c=c: self.preferred_replica_election(c)
+            for tp in ctl.reassignments_to_start():
+                return lambda c=c, tp=tp: self.start_reassignment(c, tp)
+            for step, tp, _leader in steps:
+                return lambda c=c, step=step, tp=tp: self.reassignment_step(c, step, tp)
             for t in ctl.topics_to_start_deleting():
                 return lambda c=c, t=t: self.start_topic_deletion(c, t)
             for tp, r in ctl.replicas_to_take_offline():

@@ -117,3 +117,23 @@ def test_replica_verification():
     [v] = admin.verify_replicas("t")
     assert v.high_watermark == 4 and v.log_end_offsets[2] is None and not v.all_in_sync
     assert v.in_sync == {0: True, 1: True, 2: False}
+
+
+def test_reassignment_generate_execute_verify():
+    c, admin = cluster()
+    admin.create_topic("t", 2, 2)
+    c.settle()
+    current, proposed = admin.generate_reassignment(["t"], [1, 2])
+    assert current == {TopicPartition("t", 0): (0, 1), TopicPartition("t", 1): (1, 2)}
+    assert proposed == {TopicPartition("t", 0): (1, 2), TopicPartition("t", 1): (2, 1)}
+    admin.execute_reassignment(proposed)
+    assert set(admin.verify_reassignment(proposed).values()) == {"in progress"}
+    with pytest.raises(AdminError, match="REASSIGNMENT_IN_PROGRESS"):
+        admin.execute_reassignment(proposed)
+    c.settle()
+    assert set(admin.verify_reassignment(proposed).values()) == {"completed"}
+    d = admin.describe_topic("t")
+    assert [(p.replicas, p.leader in p.replicas, set(p.isr) == set(p.replicas)) for p in d.partitions] == [
+        ((1, 2), True, True), ((2, 1), True, True)]
+    assert TopicPartition("t", 0) not in c.servers[0].replica_manager.partitions   # the old replica is gone
+    assert admin.verify_reassignment({TopicPartition("t", 0): (0, 2)}) == {TopicPartition("t", 0): "failed"}
