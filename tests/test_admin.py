@@ -137,3 +137,18 @@ def test_reassignment_generate_execute_verify():
         ((1, 2), True, True), ((2, 1), True, True)]
     assert TopicPartition("t", 0) not in c.servers[0].replica_manager.partitions   # the old replica is gone
     assert admin.verify_reassignment({TopicPartition("t", 0): (0, 2)}) == {TopicPartition("t", 0): "failed"}
+
+
+def test_state_change_logs_are_written_and_merge_by_time(tmp_path):
+    from impl.statechange import merge
+    c = Cluster(2, state_change_dir=tmp_path)
+    Admin(c).create_topic("t", 1, 2)
+    c.settle()
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("state-change.log"))
+    assert files == ["broker-0/state-change.log", "broker-1/state-change.log"]
+    controller_lines = (tmp_path / "broker-0" / "state-change.log").read_text().splitlines()
+    assert controller_lines == c.disks[0].state_log.lines
+    assert any("from NewPartition to OnlinePartition" in line for line in controller_lines)
+    merged = merge([d.state_log for d in c.disks], topic="t", partition=0)
+    times = [int(line[1:line.index("]")]) for line in merged]
+    assert times == sorted(times) and any("[Broker id=1]" in line for line in merged)
