@@ -161,7 +161,7 @@ def test_bmc_finds_the_zombie_counterexample_with_five_brokers_and_it_replays(tm
 
 
 def test_bmc_with_every_fence_on_finds_nothing_within_the_bound():
-    p = kmc("bmc", *KAFKA, "--preset", "zombie", "--brokers", "3", "--set", "zk_epoch_fencing=true",
+    p = kmc("bmc", *KAFKA, "--preset", "zombie", "--set", "zk_epoch_fencing=true",
             "--steps", "4", "--property", "ControllerEpochFencing", "--quiet")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no violation within 4 steps" in p.stdout and "not a proof" in p.stdout
@@ -171,7 +171,7 @@ def test_bmc_trace_does_not_depend_on_the_hash_seed(tmp_path):
     runs = []
     for seed in ("1", "4242"):
         out = tmp_path / seed
-        p = kmc("bmc", *KAFKA, "--preset", "zombie", "--brokers", "3", "--steps", "4", "--property",
+        p = kmc("bmc", *KAFKA, "--preset", "zombie", "--steps", "4", "--property",
                 "ControllerEpochFencing", "--quiet", "--traces-dir", str(out), seed=seed)
         assert p.returncode == 1, p.stderr
         [trace] = list(out.glob("*.json"))
@@ -234,7 +234,7 @@ def test_explicit_transitions_are_symbolic_transitions():
     for i, a in enumerate(acts):
         by_name.setdefault(a.name, []).append(i)
     checked = 0
-    for src, a, dst in graph.edges[::23]:
+    for src, a, dst in graph.edges[::37]:
         f, g = s.frame("s"), s.frame("t")
         step = _Step(s, acts, by_name[a.name], f, g, "x")
         solver = z3.Solver()
@@ -245,7 +245,7 @@ def test_explicit_transitions_are_symbolic_transitions():
         i = m.eval(step.sel, model_completion=True).as_long()
         assert acts[i].explicit(evaluator(m), f, step.params_of(i)) == [a]
         checked += 1
-    assert checked > 100
+    assert checked > 70
 
 
 # ---------------------------------------------------------------------- bad input
