@@ -1,0 +1,260 @@
+"""Conformance of the reference broker (impl/) to the Kafka model (spec/), through the
+generic harness (checker.conform) and `kmc conform`.
+
+The harness has to have teeth: each test in the second half injects one deliberate bug
+into impl/ (monkeypatched, so nothing in impl/ changes) and asserts that conformance
+reports it, at a step and in a field that point at the bug.  The corpus for those is
+targeted to keep the default suite fast: for every transition of the bug's kind in the
+state graph, the shortest path that ends with it (the tests marked slow replay the full
+covering set instead)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import impl.election as election
+import impl.log as implog
+import impl.replica_manager as replica_manager
+import impl.zkclient as zkclient
+from checker.config import resolve
+from checker.conform import RAISED, REFUSED, STATE, Harness, covering_set, shrink
+from checker.graph import explore
+from checker.trace import load_trace
+from impl.adapter import TOPIC, KafkaImplementation
+from spec.family import FAMILY
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA = ["--model", "spec.family:FAMILY"]
+KNOWN = sorted((ROOT / "traces" / "known").glob("*.json"))
+TP0 = zkclient.TopicPartition(TOPIC, 0)
+
+# The data path at its smallest: 2 brokers, 1 record, 1 crash (2,065 states).
+DATA = {"max_records": 1, "max_crashes": 1, "max_session_expiries": 0, "max_isr_shrinks": 0,
+        "preferred_election": False}
+# 3 replicas, so that an offline election has a choice (12,027 states).
+THREE = {"brokers": 3, "replication_factor": 3, "max_crashes": 1, "max_session_expiries": 0,
+         "max_controller_failovers": 0, "preferred_election": False}
+
+
+def kmc(*args, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KMC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def harness(preset: str | None, overrides: dict) -> Harness:
+    cfg = resolve(FAMILY, preset, overrides)
+    return Harness(FAMILY.build(cfg), KafkaImplementation, cfg)
+
+
+def targeted(h: Harness, names: tuple[str, ...]):
+    """For every transition named in ``names``, the shortest path that ends with it."""
+    g = explore(h.model)
+    for src, a, _dst in g.edges:
+        if a.name in names:
+            yield [x for _, x, _ in g.path_to(src)] + [a]
+
+
+def first_divergence(h: Harness, paths):
+    for p in paths:
+        d = h.run(p)
+        if d is not None:
+            return d
+    return None
+
+
+# ----------------------------------------------------------------------- conforming
+
+def test_kmc_conform_tiny_covers_every_transition_and_conforms():
+    r = kmc("conform", *KAFKA, "--preset", "tiny", "--quiet")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    m = re.search(r"transitions covered: (\d+)/(\d+) \(100%\)", r.stdout)
+    assert m and m.group(1) == m.group(2), r.stdout
+    assert "verdict: CONFORMS" in r.stdout
+    assert re.search(r"covering set: \d+ traces, \d+ steps for \d+ transitions", r.stdout)
+
+
+def test_kmc_conform_replays_every_known_trace():
+    r = kmc("conform", *KAFKA, *KNOWN)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count(": conforms (") == len(KNOWN) >= 5
+
+
+def _replay_impl(trace):
+    """Drive the implementation alone through a trace; returns it, the observation
+    before the last step, and every (offset, epoch) a leader ever had below its HW."""
+    cfg = resolve(FAMILY, None, trace.config)
+    impl = KafkaImplementation(cfg)
+    committed = set()
+    before = None
+    for i, step in enumerate(trace.steps[1:], 1):
+        if i == len(trace.steps) - 1:
+            before = impl.observe()
+        assert impl.enabled(step.action), f"step {i}: {step.action}"
+        impl.apply(step.action)
+        for b, server in enumerate(impl.cluster.servers):
+            log = impl.cluster.disks[b].logs.get(TP0)
+            if server is not None and log is not None and server.replica_manager.leader_partition(TP0):
+                committed |= {(o, log.records[o]) for o in range(log.high_watermark_checkpoint)}
+    return impl, before, committed
+
+
+@pytest.mark.parametrize("path", KNOWN, ids=lambda p: p.stem.rsplit("-", 1)[0])
+def test_known_bad_variant_conforms_and_the_anomaly_happens_in_impl(path):
+    """A known-bad trace (a fence off in the model; the adapter turns the same check off
+    in impl/ from the same config) conforms step by step, and the reference broker
+    really does what the property forbids."""
+    trace = load_trace(path)
+    cfg = resolve(FAMILY, None, trace.config)
+    h = Harness(FAMILY.build(cfg), KafkaImplementation, cfg)
+    assert h.run([s.action for s in trace.steps[1:]]) is None
+    impl, before, committed = _replay_impl(trace)
+    zk = impl.cluster.admin
+    prop = trace.property_name
+    if prop == "ControllerEpochFencing" and not cfg["zk_epoch_fencing"]:
+        # a superseded controller changed ZooKeeper: the state znode carries its old epoch
+        assert zk.get_partition_state(TP0).controller_epoch < zk.get_controller_epoch()[0]
+    elif prop == "ControllerEpochFencing":
+        # a broker applied a request from a controller epoch older than one it had seen
+        rm = next(s.replica_manager for s in impl.cluster.servers
+                  if s is not None and TP0 in s.replica_manager.partitions
+                  and s.replica_manager.partitions[TP0].controller_epoch < s.replica_manager.controller_epoch)
+        assert rm.partitions[TP0].leader != zkclient.NO_LEADER
+    elif prop == "LeaderElectedFromIsr":
+        leader = zk.get_partition_state(TP0).leader
+        assert leader not in before["zk"]["partitions"][0]["isr"]
+    elif prop == "NoAckedRecordLost":
+        # a record a leader had committed (below its HW) is not in the current leader's log
+        leader = zk.get_partition_state(TP0).leader
+        log = impl.cluster.disks[leader].logs[TP0]
+        assert committed and any(o >= len(log.records) or log.records[o] != e for o, e in committed)
+    else:
+        pytest.fail(f"no impl-side check for {prop}")
+
+
+# -------------------------------------------------------------------- injected bugs
+
+def test_bug_skip_the_controller_epoch_check(monkeypatch):
+    """The broker applies requests from an older controller epoch: with the fence ON in
+    the model, the known no-controller-fencing trace diverges where the stale
+    LeaderAndIsr arrives (broker 1 starts following a leader the controller thinks dead)."""
+    monkeypatch.setattr(replica_manager.ReplicaManager, "_stale_controller", lambda self, epoch: False)
+    trace = load_trace(next(p for p in KNOWN if "no-controller-fencing" in p.name))
+    h = harness(None, {**trace.config, "controller_epoch_fencing": True})
+    path = [s.action for s in trace.steps[1:]]
+    d = h.run(path)
+    assert d is not None and (d.kind, d.step) == (STATE, len(path)) and d.action.name == "DeliverLeaderAndIsr"
+    assert ("brokers[1].partitions[0].leader", -1, 0) in d.changes
+    assert shrink(h, d).actions == tuple(path)          # every step of it is needed
+
+
+def test_bug_elect_outside_the_isr(monkeypatch):
+    """The offline election takes the first live replica, in sync or not: the model's
+    clean election of an ISR member is refused (the implementation elects another)."""
+    def first_live(assignment, isr, live, unclean):
+        alive = [r for r in assignment if r in live]
+        return (alive[0], tuple(sorted(x for x in isr if x in live)) or (alive[0],)) if alive else None
+    monkeypatch.setattr(election, "offline_partition_leader_election", first_live)
+    h = harness("tiny", THREE)
+    d = first_divergence(h, targeted(h, ("ElectLeader",)))
+    assert d is not None and d.kind == REFUSED
+    assert d.action.name == "ElectLeader" and d.action.get("strategy") == "offline" and d.action.get("leader") != 0
+
+
+def test_bug_forget_to_bump_the_leader_epoch(monkeypatch):
+    """The controller writes a new leader or ISR without a new leader epoch."""
+    write = zkclient.KafkaZkClient.write_partition_state
+
+    def no_bump(self, tp, leader, leader_epoch, isr, controller_epoch, expected_version, epoch_zk_version):
+        epoch = leader_epoch - 1 if expected_version != -1 else leader_epoch
+        return write(self, tp, leader, epoch, isr, controller_epoch, expected_version, epoch_zk_version)
+    monkeypatch.setattr(zkclient.KafkaZkClient, "write_partition_state", no_bump)
+    h = harness("tiny", {})
+    d = first_divergence(h, targeted(h, ("ElectLeader", "RemoveReplicaFromIsr")))
+    assert d is not None and d.kind == STATE and d.action.name in ("ElectLeader", "RemoveReplicaFromIsr")
+    field = {k: (m, i) for k, m, i in d.changes}["zk.partitions[0].leader_epoch"]
+    assert field[1] == field[0] - 1
+    small = shrink(h, d)
+    assert small.kind == STATE and len(small.actions) <= len(d.actions)
+    assert "zk.partitions[0].leader_epoch" in {k for k, _, _ in small.changes}
+
+
+def test_bug_advance_the_hw_past_an_isr_members_leo(monkeypatch):
+    """The leader moves its HW to its own log end, whatever its followers have."""
+    def hw_to_leo(self, p):
+        log = self.log(p.tp)
+        if log.log_end_offset <= log.high_watermark_checkpoint:
+            return False
+        log.high_watermark_checkpoint = log.log_end_offset
+        return True
+    monkeypatch.setattr(replica_manager.ReplicaManager, "_maybe_increment_hw", hw_to_leo)
+    h = harness("data-kip320", DATA)
+    d = first_divergence(h, targeted(h, ("Produce",)))
+    assert d is not None and d.kind == STATE and d.action.name == "Produce"
+    (key, model_hw, impl_hw), = [c for c in d.changes if c[0].endswith(".hw")]
+    assert model_hw < impl_hw
+    small = shrink(h, d)
+    assert [a.name for a in small.actions][-1] == "Produce" and len(small.actions) <= len(d.actions)
+
+
+def test_bug_truncate_to_the_wrong_offset(monkeypatch):
+    """A follower truncating its log keeps one record too many."""
+    truncate = implog.Log.truncate_to
+    monkeypatch.setattr(implog.Log, "truncate_to", lambda self, offset: truncate(self, offset + 1))
+    h = harness("data-kip320", DATA)
+    d = first_divergence(h, targeted(h, ("TruncateFollower",)))
+    assert d is not None and d.kind == STATE and d.action.name == "TruncateFollower"
+    (key, model_log, impl_log), = [c for c in d.changes if c[0].endswith(".log")]
+    assert len(impl_log) == len(model_log) + 1 and impl_log[:len(model_log)] == model_log
+
+
+# -------------------------------------------------------- the full corpus (slow)
+
+SLOW_BUGS = {
+    "epoch-bump": ("tiny", {}, test_bug_forget_to_bump_the_leader_epoch),
+    "hw": ("data-kip320", DATA, test_bug_advance_the_hw_past_an_isr_members_leo),
+    "truncate": ("data-kip320", DATA, test_bug_truncate_to_the_wrong_offset),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, overrides", [("unclean", {}), ("zombie", {}), ("data-kip320", DATA)],
+                         ids=["unclean", "zombie", "data-kip320-1rec"])
+def test_covering_set_conforms(preset, overrides):
+    h = harness(preset, overrides)
+    cover = covering_set(explore(h.model))
+    assert cover.covered == len(cover.graph.edges)
+    for init, acts in cover.traces:
+        d = h.run(acts, init)
+        assert d is None, d.render()
+
+
+@pytest.mark.slow
+def test_random_walks_conform():
+    from checker.conform import random_walks
+    assert random_walks(harness("failover", {}), walks=20, depth=30) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", sorted(SLOW_BUGS))
+def test_covering_set_catches_injected_bug(bug, monkeypatch):
+    """The same bugs as above, found by the full covering set rather than a targeted corpus."""
+    preset, overrides, test = SLOW_BUGS[bug]
+    found = []
+    first = first_divergence
+
+    def first_divergence_in_cover(h, _paths):
+        cover = covering_set(explore(h.model))
+        d = first(h, (acts for _init, acts in cover.traces))
+        found.append(d)
+        return d
+    monkeypatch.setitem(globals(), "first_divergence", first_divergence_in_cover)
+    test(monkeypatch)
+    assert found and found[0] is not None and found[0].kind != RAISED
