@@ -219,6 +219,14 @@ def test_cli_preset_conforms():
     assert "requests: a count of requests served" in out       # the ignored fields are listed
 
 
+def test_cli_walks_only_when_the_graph_is_too_large(tmp_path):
+    r = kmc("conform", *MODEL, "--preset", "deeper", "--set", "bug=hw-past-follower", "--max-states", "10",
+            "--walks", "30", "--depth", "20", "--traces-dir", tmp_path, "--quiet")
+    assert r.returncode == 1 and "random walks only" in r.stdout and "divergence in a random walk" in r.stdout
+    assert "shrunk from" in r.stdout or "not shrunk" in r.stdout
+    assert len(list(tmp_path.glob("Conformance-deeper-custom-*.json"))) == 1
+
+
 def test_cli_divergence_is_shrunk_saved_and_reproduces(tmp_path):
     r = kmc("conform", *MODEL, "--preset", "deeper", "--set", "bug=truncate-off-by-one", "--traces-dir",
             tmp_path / "traces", "--quiet")
@@ -267,6 +275,7 @@ def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
     (("--model", "tests.conform_toys:NO_IMPL", "--preset", "tiny"), "has no implementation"),
     (("--set", "bug=none", "README.md"), "--set needs --preset"),
     (("README.md",), "trace file 'README.md': not valid JSON"),
+    ((*MODEL, "--preset", "deeper", "--max-states", "10"), "or replay random walks only (--walks N)"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(args, needle):
     r = kmc("conform", *args)

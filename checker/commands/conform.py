@@ -221,21 +221,29 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     sys.stdout.flush()
 
     t0 = time.monotonic()
-    graph = explore(model, max_states=args.max_states, command=command)
-    cover = covering_set(graph)
-    t_graph = time.monotonic() - t0
-    edges = len(graph.edges)
-    print(f"state graph: {len(graph.states)} states, {edges} transitions"
-          f"{'' if graph.complete else ' (cut by the model boundary)'} ({t_graph:.1f} s)")
-    if edges <= EXACT_BOUND_EDGES:
-        best = fewest_steps(graph)
-        bound = f"the fewest possible: {best} (min-cost flow), {cover.steps / max(1, best):.2f} x"
-    else:
-        bound = f"the exact minimum is computed up to {EXACT_BOUND_EDGES} transitions"
-    print(f"covering set: {len(cover.paths)} traces, {cover.steps} steps for {edges} transitions "
-          f"(lower bound: {edges} steps, one per transition; {bound})")
-    corpus = [(f"covering-set trace {i + 1} of {len(cover.paths)} (preset {args.preset})", init, acts)
-              for i, (init, acts) in enumerate(cover.traces)]
+    try:
+        graph = explore(model, max_states=args.max_states)
+    except UsageError as e:
+        if not args.walks:
+            raise UsageError(f"{e} (--max-states N), or replay random walks only (--walks N)") from None
+        graph = None
+        print(f"state graph: more than {args.max_states} states, so no covering set: random walks only")
+    corpus = []
+    if graph is not None:
+        cover = covering_set(graph)
+        t_graph = time.monotonic() - t0
+        edges = len(graph.edges)
+        print(f"state graph: {len(graph.states)} states, {edges} transitions"
+              f"{'' if graph.complete else ' (cut by the model boundary)'} ({t_graph:.1f} s)")
+        if edges <= EXACT_BOUND_EDGES:
+            best = fewest_steps(graph)
+            bound = f"the fewest possible: {best} (min-cost flow), {cover.steps / max(1, best):.2f} x"
+        else:
+            bound = f"the exact minimum is computed up to {EXACT_BOUND_EDGES} transitions"
+        print(f"covering set: {len(cover.paths)} traces, {cover.steps} steps for {edges} transitions "
+              f"(lower bound: {edges} steps, one per transition; {bound})")
+        corpus = [(f"covering-set trace {i + 1} of {len(cover.paths)} (preset {args.preset})", init, acts)
+                  for i, (init, acts) in enumerate(cover.traces)]
     known = _known_traces(args.known, family, ref, config)
     if known:
         print(f"saved traces with this configuration in {args.known}: {len(known)} "
@@ -243,7 +251,7 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     corpus.extend(known)
     sys.stdout.flush()
 
-    vocabulary = [a for _, a, _ in graph.edges] if args.probe else []
+    vocabulary = [a for _, a, _ in graph.edges] if args.probe and graph is not None else []
     harness = Harness(model, impl, config, vocabulary=vocabulary)
     t1 = time.monotonic()
     steps = 0
@@ -262,7 +270,8 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     t_replay = time.monotonic() - t1
     probed = (f"; in each of {len(harness.probed)} states, the actions of the graph the model does not enable "
               f"there were refused ({harness.probes} questions)" if harness.vocabulary else "")
-    print(f"replayed {len(corpus)} traces, {steps} steps: all conform{probed} ({t_replay:.1f} s)")
+    if corpus:
+        print(f"replayed {len(corpus)} traces, {steps} steps: all conform{probed} ({t_replay:.1f} s)")
     walk_steps = 0
     if args.walks:
         t2 = time.monotonic()
@@ -275,8 +284,10 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             return _report(harness, d, args, command, ref, args.preset, label)
         print(f"random walks: {args.walks} of at most {args.depth} steps, {walk_steps} steps: all conform "
               f"({time.monotonic() - t2:.1f} s)")
-    print(f"corpus: {len(corpus)} traces, {steps} steps{f' + {walk_steps} random-walk steps' if args.walks else ''}; "
-          f"transitions covered: {cover.covered}/{edges} ({100 * cover.covered / max(1, edges):.0f}%)")
+    covered = (f"; transitions covered: {cover.covered}/{edges} ({100 * cover.covered / max(1, edges):.0f}%)"
+               if graph is not None else "")
+    print(f"corpus: {len(corpus)} traces, {steps} steps{f' + {walk_steps} random-walk steps' if args.walks else ''}"
+          f"{covered}")
     print(f"verdict: CONFORMS ({time.monotonic() - t0:.1f} s)")
     return EXIT_OK
 
