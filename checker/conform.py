@@ -320,10 +320,10 @@ def _body(d: Divergence) -> list[str]:
         lines.extend(render_changes(d.model_changes, indent="    "))
     if d.context:
         first = d.context[0][0]
-        lines.append(f"  previous steps{' (from step ' + str(first) + ')' if first > 1 else ''}:")
-        for i, a, ch in d.context:
+        lines.append(f"  previous steps{' (from step ' + str(first) + ')' if first > 1 else ''}; "
+                     f"kmc replay on the saved trace shows what each one changed:")
+        for i, a, _changes in d.context:
             lines.append(f"    step {i}  {a}")
-            lines.extend(render_changes(ch, indent="      "))
     return lines
 
 
