@@ -2,13 +2,16 @@
 
 The explicit model (spec/controller.py, broker.py, faults.py) is the reference; this
 module restates the same rules over one frame of z3 variables, so that z3 can reason
-about 5, 7 or 9 brokers at once.  Broker sets (ISRs, liveness) are bit-vectors of N
+about 5, 7 or 16 brokers at once.  Broker sets (ISRs, liveness) are bit-vectors of N
 bits; epochs, versions and session numbers are integers; the requests in flight to a
-broker are a set, a z3 array from a ``LeaderAndIsr`` record to Bool.
+broker are a set, a z3 array from a ``LeaderAndIsr`` record to Bool.  For BMC
+(``bounded(K)``), the same rules run on exact finite forms: one request slot per step
+and bit-vector integers wide enough for K steps.
 
 What is covered: every action the explicit model can take when there is no data path
 (``max_records=0``), no controlled shutdown (``max_controlled_shutdowns=0``) and no
-topic deletion (``max_topic_deletions=0``): CrashBroker, RestartBroker, ExpireSession,
+topic deletion (``max_topic_deletions=0``), no reassignment and not the atomic
+controller: CrashBroker, RestartBroker, ExpireSession,
 RegisterBroker, Resign, ElectController, BrokerFailure, BrokerStartup, ElectLeader
 (strategies new, offline clean and unclean, preferred), RemoveReplicaFromIsr,
 IsrChangeNotification, DeliverLeaderAndIsr, ShrinkIsr and ExpandIsr, with both
@@ -20,7 +23,8 @@ encodings agree.  Ghost state is not encoded: it feeds only the ``sometimes``
 witnesses, which are not proved here.
 
 Lemmas for ``kmc prove --lemmas FILE`` are state predicates over a :class:`KFrame`;
-see examples/lemmas.py.  The frame's fields mirror spec/state.py::
+see examples/lemmas.py and examples/lemmas_epochs.py.  The frame's fields mirror
+spec/state.py::
 
     f.zk_controller, f.zk_epoch, f.session[b]
     f.zk[p]                    .leader .leader_epoch .isr (bit-vector) .controller_epoch .version
