@@ -290,6 +290,17 @@ def test_what_z3_enables_the_explicit_model_enables(preset, stride):
 
 # ---------------------------------------------------------------------- bad input
 
+def test_a_lemma_that_does_not_build_is_bad_input(tmp_path, capsys):
+    from checker.cli import main
+    bad = tmp_path / "bad.py"
+    bad.write_text("from checker.symbolic import lemma\nOops = lemma('Oops', lambda f: f.no_such_field == 1)\n"
+                   "Plain = lemma('Plain', lambda f: True)\n")
+    code = main(["prove", *KAFKA, "--invariant", "LeaderInIsr", "--lemmas", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "lemma 'Oops'" in err and "AttributeError" in err and "(reproduce: kmc prove" in err
+
+
 @pytest.mark.parametrize("args, words", [
     (["prove", "--invariant", "NoSuchThing"], "invariant 'NoSuchThing' has no symbolic encoding"),
     (["prove", "--invariant", "LeaderInIsr", "--set", "max_records=1"], "data path"),

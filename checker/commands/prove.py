@@ -79,8 +79,11 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     select_invariants(sym, names)  # an unknown name is bad input before any work
     taken = [inv.name for inv in sym.invariants()] + [TYPE_OK]
     lemmas = []
+    probe = sym.frame("lemma-check")
     for path in args.lemmas:
         got = load_lemmas(path, existing=taken + [lem.name for lem in lemmas])
+        for lem in got:
+            _check_lemma(lem, path, probe)
         lemmas.extend(got)
     if not args.quiet:
         header("prove", sym, family_ref, preset, custom, config, out)
@@ -123,6 +126,21 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     why = f"{cti.broken} is not inductive{' with ' + together if together else ''}: {cti.action.name} breaks it"
     _fail(why, command)
     return EXIT_FAIL
+
+
+def _check_lemma(lem: Any, path: str, frame: Any) -> None:
+    """A lemma that cannot be built is the user's to fix: one line, exit 2."""
+    import z3
+    try:
+        term = lem.predicate(frame)
+    except Exception as e:  # noqa: BLE001 - a user's predicate may raise anything
+        msg = " ".join(str(e).split())
+        raise UsageError(f"lemma {lem.name!r} in lemmas file '{path}' raised {type(e).__name__}"
+                         f"{': ' + msg if msg else ''}; fix the predicate (the frame's fields are listed in the "
+                         f"family's symbolic encoding)") from None
+    if not isinstance(term, z3.BoolRef):
+        raise UsageError(f"lemma {lem.name!r} in lemmas file '{path}' returns {type(term).__name__}, not a z3 Bool; "
+                         f"build it with z3 (z3.And, z3.Implies, ==, ...)")
 
 
 def _confirm(args, command, family_ref, family, preset, config, custom, sym, names, lemmas, cti, out) -> None:
