@@ -2,9 +2,9 @@
 
 An invariant can be true in every reachable state and still not be *inductive*: z3
 finds a state that satisfies it, from which one action breaks it, but that state is
-unreachable.  Each lemma below rules out one family of such states; each was added
-after `kmc prove` printed a counterexample to induction, and each is itself proved
-(kmc prove checks that every action preserves all of them together).
+unreachable.  Each lemma below rules out one family of such states (its rationale
+says why it holds), and each is itself proved: kmc prove checks that every action
+preserves all of them together.
 
 A lemma is a state predicate over the symbolic frame `f` (spec/symbolic.py documents
 its fields); `f.in_flight(b, pred)` quantifies over the requests in flight to broker b.
@@ -13,7 +13,6 @@ its fields); `f.in_flight(b, pred)` quantifies over the requests in flight to br
 import z3
 
 from checker.symbolic import lemma
-from spec.symbolic import member  # noqa: F401  (handy in lemmas of your own)
 
 
 def _copies(f, p):

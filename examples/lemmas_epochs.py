@@ -9,9 +9,9 @@ flight) is a copy of one of ZooKeeper's past values.  Inductively that needs: ev
 two copies with the same leader epoch name the same leader (pairs of requests in
 flight included, the costly part), a copy in ZooKeeper's current leader epoch names
 ZooKeeper's leader, and the copies are well formed (a missing state is NO_STATE,
-epochs and versions are not negative).  Each lemma was added after a counterexample
-to induction; they are kept apart from examples/lemmas.py because the pairwise one
-makes every proof slower.
+epochs and versions are not negative).  Each was found from a counterexample to
+induction that kmc prove printed without it; they are kept apart from
+examples/lemmas.py because the pairwise one makes every proof slower.
 """
 
 import z3
