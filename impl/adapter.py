@@ -96,6 +96,7 @@ IGNORED = {
     "controller.pending": "watch events queued: the model reads ZooKeeper directly",
     "controller.epoch_zk_version": "a function of the epoch",
     "state-change.log": "output only",
+    "producer.pending_acks": "acks=all writes not yet acknowledged (the model's ghost inv_pending)",
 }
 
 
@@ -186,6 +187,8 @@ class KafkaImplementation:
         )
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
         self.budget = FaultBudget(config)
+        self.pending_acks: list[tuple] = []     # the producers' acks=all writes not yet acknowledged
+        self.acknowledged: list[tuple] = []
         # Kafka's round-robin assignment: partition p's replicas start at broker p.
         self.assignment = {p: tuple((p + i) % self.n for i in range(rf)) for p in range(self.partitions)}
         topic_config = {
@@ -435,6 +438,39 @@ class KafkaImplementation:
         raise KeyError(f"no driver operation for action {name!r}")
 
     def apply(self, act) -> None:
+        self._apply(act)
+        self._complete_delayed_produces()
+
+    # -- the producers' side: which acks=all writes were acknowledged -----------------------
+    def _complete_delayed_produces(self) -> None:
+        """DelayedProduce: an acks=all write is acknowledged once the leader that took it,
+        still leading in the same epoch, has its HW past the record."""
+        for w in list(self.pending_acks):
+            tp, offset, epoch = w
+            for b in range(self.n):
+                rm = self._rm(b)
+                p = rm.leader_partition(tp) if rm else None
+                log = self.cluster.disks[b].logs.get(tp)
+                if (p is not None and p.leader_epoch == epoch and log is not None
+                        and log.high_watermark_checkpoint > offset and log.records[offset] == epoch):
+                    self.pending_acks.remove(w)
+                    self.acknowledged.append(w)
+                    break
+
+    def lost_acknowledged_records(self) -> list[tuple]:
+        """Acknowledged acks=all records missing from the log of a broker that leads the
+        partition in a later leader epoch: data the cluster promised and lost."""
+        out = []
+        for tp, offset, epoch in self.acknowledged:
+            for b in range(self.n):
+                rm = self._rm(b)
+                p = rm.leader_partition(tp) if rm else None
+                records = self.cluster.disks[b].logs[tp].records if tp in self.cluster.disks[b].logs else []
+                if p is not None and p.leader_epoch > epoch and (offset >= len(records) or records[offset] != epoch):
+                    out.append((tp.partition, offset, epoch, b))
+        return out
+
+    def _apply(self, act) -> None:
         self._spend(act)
         c = self.cluster
         name = act.name
@@ -482,7 +518,11 @@ class KafkaImplementation:
                 c.fetch(r, tp)
             c.expand_isr(b, tp, r)
         elif name == "Produce":
-            c.produce(act.get("leader"), self._tp(act), act.get("acks"))
+            tp = self._tp(act)
+            epoch = self._rm(act.get("leader")).partitions[tp].leader_epoch
+            err, offset = c.produce(act.get("leader"), tp, act.get("acks"))
+            if err == "NONE" and act.get("acks") == "all":
+                self.pending_acks.append((tp, offset, epoch))
         elif name == "Fetch":
             c.fetch(act.get("follower"), self._tp(act))
         elif name == "TruncateFollower":
@@ -540,7 +580,10 @@ class KafkaImplementation:
                 parts = s.replica_manager.partitions if s is not None else {}
                 d["assigned"] = [list(parts[tp].replicas) if tp in parts else [] for tp in tps]
             brokers.append(d)
-        return {"zk": observed_zk, "brokers": brokers}
+        out = {"zk": observed_zk, "brokers": brokers}
+        if self.data_path:
+            out["acked"] = [[tp.partition, o, e] for tp, o, e in sorted(self.acknowledged)]
+        return out
 
     @staticmethod
     def _view(p) -> dict:

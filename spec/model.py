@@ -105,16 +105,22 @@ class KafkaModel(Model):
     def observe(self, s: KafkaState) -> dict:
         """What conformance compares with the reference broker (impl/adapter.py
         ``observe``): ``zk`` and ``brokers`` as plain data.  ``budget`` and ``ghost`` are
-        the model's own bookkeeping.  A broker's record of its followers' LEOs is shown
-        only while it leads the partition, without its own entry: no action reads it
-        otherwise (spec/datapath.py reads ``leos`` through ``_leader_view`` only)."""
+        the model's own bookkeeping, except the acks=all records acknowledged to
+        producers (with a data path), which the implementation's clients see too.  A
+        broker's record of its followers' LEOs is shown only while it leads the
+        partition, without its own entry: no action reads it otherwise (spec/datapath.py
+        reads ``leos`` through ``_leader_view`` only)."""
         zk = {"controller": s.zk.controller, "controller_epoch": s.zk.controller_epoch,
               "sessions": list(s.zk.sessions), "topic": s.zk.topic,
               "partitions": [_obs_li(li) for li in s.zk.partitions], "delete_topic": s.zk.delete_topic}
         if self.reassign_targets:   # without reassignment the AR is static configuration
             zk["ar"] = [list(ar) for ar in s.zk.ar]
             zk["reassign"] = [list(r) for r in s.zk.reassign]
-        return {"zk": zk, "brokers": [self._obs_broker(b, br) for b, br in enumerate(s.brokers)]}
+        out = {"zk": zk, "brokers": [self._obs_broker(b, br) for b, br in enumerate(s.brokers)]}
+        if self.cfg.data_path:
+            # what the producers were told: the implementation's clients track it too
+            out["acked"] = [list(x) for x in sorted(s.ghost.inv_acked)]
+        return out
 
     def _obs_broker(self, b: int, br: Broker) -> dict:
         c = br.ctx
