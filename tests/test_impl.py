@@ -25,6 +25,8 @@ from checker.trace import load_trace
 from impl import zk as Z
 from impl.adapter import KafkaImplementation
 from impl.log import UNDEFINED_EPOCH_OFFSET, Log
+from impl.replica_manager import ReplicaManager
+from impl.zkclient import TopicPartition
 from spec.family import FAMILY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,6 +135,39 @@ def test_data_loss_counterexamples_lose_acknowledged_records_on_the_implementati
         assert not impl.lost_acknowledged_records()
         impl.apply(step.action)
     assert impl.lost_acknowledged_records()
+
+
+def _replay(name: str) -> KafkaImplementation:
+    [path] = sorted((ROOT / "traces" / "known").glob(f"{name}-*.json"))
+    trace = load_trace(path)
+    impl = KafkaImplementation(trace.config)
+    for step in trace.steps[1:]:
+        impl.apply(step.action)
+    return impl
+
+
+def test_without_zk_epoch_fencing_a_zombie_controller_really_writes_zookeeper():
+    impl = _replay("ControllerEpochFencing-zombie")
+    zk = impl.cluster.admin
+    state = zk.get_partition_state(TopicPartition("t", 0))
+    assert state.controller_epoch < zk.get_controller_epoch()[0]      # written by the superseded controller
+    assert impl.cluster.controller(0) is not None and not impl.cluster.controller(0).is_active()
+
+
+def test_without_controller_epoch_fencing_a_broker_really_applies_a_stale_request(monkeypatch):
+    applied = []
+    real = ReplicaManager.handle_leader_and_isr
+
+    def spy(self, req):
+        seen = self.controller_epoch
+        result = real(self, req)
+        applied.append((req.controller_epoch < seen, result))
+        return result
+
+    monkeypatch.setattr(ReplicaManager, "handle_leader_and_isr", spy)
+    _replay("ControllerEpochFencing-no-controller-fencing")
+    assert applied[-1] == (True, "NONE")            # a request older than an epoch the broker has seen
+    assert not any(stale for stale, _ in applied[:-1])
 
 
 @pytest.mark.slow
