@@ -38,7 +38,9 @@ def register(sub: Any, fmt: Any) -> None:
                           "implementation's observed state must equal the model's. TRACE files are replayed as "
                           "recorded; --preset P replays a covering set of P's state graph (every transition at "
                           "least once), the traces in --known with the same configuration and, with --walks, "
-                          "random walks. A divergence is shrunk and saved as a trace."))
+                          "random walks. A divergence is shrunk and saved as a trace. Exit status of kmc "
+                          "conform: 0 everything conforms, 1 a divergence (or a trace that no longer fits the "
+                          "model), 2 bad input, 3 the model broke its contract."))
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files to replay (kmc check / kmc conform wrote them)")
     p.add_argument("--model", metavar="NAME|module:attr",
                    help="model family (default: the one a trace names; with --preset, the registered model)")
@@ -53,7 +55,8 @@ def register(sub: Any, fmt: Any) -> None:
                    help="with --preset, also replay the traces in DIR recorded with the same configuration "
                         "(default: traces/known; a missing directory is skipped)")
     p.add_argument("--max-states", metavar="N", type=_positive, default=DEFAULT_MAX_STATES,
-                   help=f"refuse a state graph larger than N states (default {DEFAULT_MAX_STATES})")
+                   help=f"no covering set for a state graph larger than N states (default {DEFAULT_MAX_STATES}): "
+                        f"an error, or with --walks the walks alone")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where a shrunk diverging trace is saved (default: traces/); never overwritten")
     p.add_argument("--probe", action="store_true",
