@@ -15,7 +15,6 @@ The contract between the harness and an adapter::
         def apply(self, act: checker.model.Action) -> None        # perform it (raise on internal failure)
         def observe(self) -> Any                                  # the abstraction function: plain data (dict / list / int / str / bool / None)
         ignored: Mapping[str, str] = {}                           # implementation fields the projection leaves out, and why
-        bounded: Mapping[str, str] = {}                           # (optional, added later) action names the model bounds and the implementation does not (fault budgets), and why: not probed
 
     Model side: Model.observe(state) -> Any, new optional contract method in checker/model.py;
     its default is checker.conform.plain(state): NamedTuple → dict by field name,
@@ -26,11 +25,15 @@ The contract between the harness and an adapter::
 Observations are compared as JSON-canonical data: the key order of a dict does not
 matter, a tuple equals a list, but ``True`` is not ``1``.
 
-``bounded`` is the one addition to the agreed contract (announced in COORD.md): the
-harness also *probes* a state with actions the model does not enable there, and an
-implementation that enables one diverges; but a model bounds some actions only to
-keep its state space finite (``max_crashes``...), which an implementation does not
-and should not know, so actions with those names are not probed.
+One optional addition to that contract (announced in COORD.md)::
+
+        bounded: Mapping[str, str] = {}   # action names the model bounds and the implementation need not (fault budgets), and why
+
+With probing on (``kmc conform --probe``, a ``vocabulary`` for :class:`Harness`), the
+harness also asks the implementation about actions the model does *not* enable in a
+state, and one it enables is a divergence.  A model bounds some actions only to keep
+its state space finite (``max_crashes``...); an implementation that does not know those
+bounds names the actions in ``bounded``, and they are not asked about.
 
 What is checked (``Harness.run``): the implementation starts from ``config``; its
 observation must equal the model's initial state's.  Before each step the action must
@@ -43,7 +46,7 @@ sequence that is still legal in the model and still diverges.
 Where the corpus comes from: saved traces, a :func:`covering_set` of paths that takes
 every transition of a small state graph at least once (so every action the model
 enables in every reachable state is offered to the implementation once), and
-:func:`random_walks` (Hypothesis, for depth beyond the graph's).
+:func:`random_walks` (Hypothesis; the corpus of a graph too large to cover).
 
 A toy model and an implementation of it that agree::
 
