@@ -155,7 +155,7 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     custom = not trace.preset or trace.preset not in case["family"].presets or \
         case["config"] != resolve(case["family"], trace.preset, {})
     label = f"{trace.preset}-custom" if trace.preset and custom else trace.preset or "custom"
-    return _report(harness, d, args, command, case["ref"], trace.preset, label, given=(path, actions))
+    return _report(harness, d, args, command, case["ref"], trace.preset, label, given=(path, actions, case["probe"]))
 
 
 def _initial(model: Any, trace: Any) -> Any:
@@ -176,16 +176,17 @@ def _initial(model: Any, trace: Any) -> Any:
 
 def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: str, preset: str | None,
             label: str, given: tuple | None = None) -> int:
-    """Shrink ``d``, save the shrunk path (unless it is the whole trace file ``given``
-    already holds), print the report and the one-line failure."""
+    """Shrink ``d``, save the shrunk path (unless the trace file ``given`` already holds
+    it, and the action it probes if any), print the report and the one-line failure."""
     from checker.cli import EXIT_FAIL, _fail
-    from checker.conform import save, shrink
+    from checker.conform import EXTRA, save, shrink
 
     if not args.quiet:
         n = len(d.actions)
         print(f"conform: shrinking the diverging path ({n} step{'s' if n != 1 else ''})", file=sys.stderr, flush=True)
     small = shrink(harness, d)
-    if given is not None and list(small.actions) == list(given[1]):
+    if given is not None and list(small.actions) == list(given[1]) and \
+            (small.kind != EXTRA or small.extra in given[2]):
         path: Any = given[0]
     else:
         path = save(harness, small, args.traces_dir, family_ref=ref, preset=preset, label=label, command=command)
