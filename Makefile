@@ -21,7 +21,7 @@ run: $(STAMP) java
 	$(BIN)/kmc check --preset default --engine spark
 
 test: $(STAMP) java
-	$(BIN)/python -m pytest -m "" --doctest-modules checker spec tests
+	$(BIN)/python -m pytest -m "" --doctest-modules checker spec impl tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/presets.py
