@@ -30,7 +30,10 @@ from spec.config import KafkaConfig
 from spec.family import FAMILY
 from spec.model import KafkaModel
 from spec.properties import reassignment_isr_in_ar, reassignment_leader_in_rar
-from spec.state import NO_STATE, NON_EXISTENT_REPLICA, ONLINE_REPLICA, LeaderIsr, StopReplica, add_request
+from spec.state import (
+    NEW_REPLICA, NO_STATE, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
+    REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, LeaderIsr, StopReplica, add_request,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = {"brokers": 6, "replication_factor": 3, "reassignments": "3,4,5", "max_crashes": 0,
@@ -96,19 +99,24 @@ def worked_example(m):
     do("ReassignBumpLeaderEpoch(")     # step 2
     rows[2] = s
     do("ReassignStartNewReplicas(")    # step 3
+    rows[3] = s
     s = _deliver_all(m, s, acts)       # the new replicas 3, 4, 5 follow broker 0
     for r in (3, 4, 5):                # step 4: they catch up and join the ISR
         do(f"ExpandIsr(leader=0, partition=0, replica={r})")
     rows[4] = s
     do("ReassignOnlineReplicas(")      # step 5
+    rows[5] = s
     do("ReassignCacheAr(")             # step 6
     do("ReassignElectLeader(controller=0, partition=0, leader=3)")   # step 7
     rows[7] = s
     do("ReassignOfflineOldReplicas(")  # step 8
     rows[8] = s
     do("ReassignStartReplicaDeletion(")          # step 9: ReplicaDeletionStarted
+    rows["9a"] = s
     do("ReassignReplicaDeletionSuccessful(")     # ReplicaDeletionSuccessful
+    rows["9b"] = s
     do("ReassignRemoveReplicas(")                # NonExistentReplica
+    rows[9] = s
     do("ReassignShrinkAr(")            # step 10
     rows[10] = s
     do("CompleteReassignment(")        # step 11
@@ -122,6 +130,23 @@ def test_worked_example_matches_the_seed_table():
     acts, rows = worked_example(m)
     for step, want in TABLE.items():
         assert _row(rows[step]) == want, step
+    # the replica state machine, per step (replica slots 0..5)
+    def rstates(step):
+        return rows[step].brokers[0].ctx.replica_states[0]
+    new, online = (NEW_REPLICA,) * 3, (ONLINE_REPLICA,) * 3
+    assert rstates(2) == online + (NON_EXISTENT_REPLICA,) * 3
+    assert rstates(3) == online + new
+    assert rstates(5) == online + online
+    assert rstates(8) == (OFFLINE_REPLICA,) * 3 + online
+    assert rstates("9a") == (REPLICA_DELETION_STARTED,) * 3 + online
+    assert rstates("9b") == (REPLICA_DELETION_SUCCESSFUL,) * 3 + online
+    assert rstates(9) == (NON_EXISTENT_REPLICA,) * 3 + online
+    # step 7 is the ReassignPartition election (OnlinePartition -> OnlinePartition); step 8
+    # sends StopReplica(delete=false) and step 9 StopReplica(delete=true) to 0, 1 and 2
+    assert rows[7].brokers[0].ctx.partition_states == (ONLINE_PARTITION,)
+    for b in (0, 1, 2):
+        assert StopReplica(1, 0, False) in rows[8].brokers[b].inbox
+        assert StopReplica(1, 0, True) in rows["9a"].brokers[b].inbox
     end = rows["end"]
     assert end.zk.reassign == ((),) and end.ghost.inv_reassigned
     ctx = end.brokers[0].ctx
