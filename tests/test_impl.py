@@ -170,15 +170,39 @@ def test_without_controller_epoch_fencing_a_broker_really_applies_a_stale_reques
     assert not any(stale for stale, _ in applied[:-1])
 
 
+def walk_sample(preset: str, nodes: int) -> int:
+    """``nodes`` states spread evenly over the BFS order (the deepest included): each is
+    reached along its shortest path, comparing every step, and every transition leaving
+    it is taken.  Returns the number of transitions checked."""
+    cfg = resolve(FAMILY, preset, {})
+    model = FAMILY.build(cfg)
+    g = explore(model)
+    out = g.out_edges()
+    picks = sorted({round(i * (len(g.states) - 1) / (nodes - 1)) for i in range(nodes)})
+    checked = 0
+    for n in picks:
+        impl = KafkaImplementation(dict(cfg))
+        for _src, a, dst in g.path_to(n) + [g.edges[ei] for ei in out[n]]:
+            im = impl if _src != n else _snapshot(impl)
+            assert im.enabled(a), f"{preset}: impl cannot do {a} after {[str(e[1]) for e in g.path_to(_src)]}"
+            im.apply(a)
+            assert _canon(im.observe()) == _canon(model.observe(g.states[dst])), \
+                f"{preset}: diverges at {a} after {[str(e[1]) for e in g.path_to(_src)]}"
+            checked += 1
+    return checked
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["delete", "shutdown", "failover", "data-unclean", "data-hw", "data-kip320",
+@pytest.mark.parametrize("preset", ["delete", "data-unclean", "data-kip320",
                                     "reassign", "reassign-crash"])
-def test_larger_presets_conform_on_a_sample_of_transitions(preset):
-    """Every transition of the BFS tree (each state is reached) and one in 50 of the others;
-    KMC_FULL_CONFORMANCE=1 takes all of them (minutes per preset)."""
-    every = 1 if os.environ.get("KMC_FULL_CONFORMANCE") else 50
-    r = walk_graph(preset, every=every)
-    assert r["taken"] >= r["states"] - 1
+def test_larger_presets_conform_on_a_sample_of_states(preset):
+    """100 states of each larger preset, with every transition leaving them; with
+    KMC_FULL_CONFORMANCE=1, every transition of the whole graph (minutes per preset)."""
+    if os.environ.get("KMC_FULL_CONFORMANCE"):
+        r = walk_graph(preset)
+        assert r["taken"] == r["edges"]
+    else:
+        assert walk_sample(preset, 100) > 100
 
 
 # -- the coordination store ------------------------------------------------------------------------
