@@ -193,9 +193,9 @@ def test_initial_state_divergence():
 
 def test_random_walk_catches_a_bug_and_the_saved_path_reproduces(tmp_path):
     h = harness("deeper", bug="hw-past-follower")
-    d = random_walks(h, walks=30, depth=20)
+    d = random_walks(h, walks=15, depth=15)
     assert d is not None and d.kind == STATE and d.changes[0][0] == "hw"
-    again = random_walks(harness("deeper", bug="hw-past-follower"), walks=30, depth=20)
+    again = random_walks(harness("deeper", bug="hw-past-follower"), walks=15, depth=15)
     assert again.actions == d.actions                       # derandomized: the same walk every run
     small = shrink(h, d)
     assert len(small.actions) == 4
@@ -204,7 +204,7 @@ def test_random_walk_catches_a_bug_and_the_saved_path_reproduces(tmp_path):
     trace = load_trace(path)
     assert trace.property_name == "Conformance" and [s.action for s in trace.steps[1:]] == list(small.actions)
     assert harness("deeper", bug="hw-past-follower").run([s.action for s in trace.steps[1:]]) is not None
-    assert random_walks(harness("deeper"), walks=30, depth=20) is None
+    assert random_walks(harness("deeper"), walks=15, depth=15) is None
 
 
 # ------------------------------------------------------------------------- CLI

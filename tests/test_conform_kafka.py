@@ -181,7 +181,7 @@ def test_bug_skip_the_controller_epoch_check(monkeypatch):
     d = h.run(path)
     assert d is not None and (d.kind, d.step) == (STATE, len(path)) and d.action.name == "DeliverLeaderAndIsr"
     assert ("brokers[1].partitions[0].leader", -1, 0) in d.changes
-    assert shrink(h, d).actions == tuple(path)          # every step of it is needed
+    assert shrink(h, d, search_budget=200).actions == tuple(path)     # every step of it is needed
 
 
 def test_bug_elect_outside_the_isr(monkeypatch):
