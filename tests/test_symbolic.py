@@ -105,6 +105,17 @@ def test_a_wrong_lemma_is_caught_as_not_inductive(tmp_path):
     assert not res.proved and res.cti.broken == "NoController" and res.cti.action.name == "ElectController"
 
 
+def test_a_proof_covers_every_fault_budget(tmp_path):
+    """The default preset allows no crash (max_crashes=0), but the induction step starts
+    from any budget: a lemma that only holds without crashes is broken by CrashBroker."""
+    only = tmp_path / "alive.py"
+    only.write_text("import z3\nfrom checker.symbolic import lemma\n"
+                    "AllAlive = lemma('AllAlive', lambda f: z3.And(list(f.alive)))\n")
+    assert config()["max_crashes"] == 0
+    res = prove(sym(brokers=3), ["LeaderInIsr"], lemmas=lemmas() + load_lemmas(only))
+    assert res.cti is not None and (res.cti.broken, res.cti.action.name) == ("AllAlive", "CrashBroker")
+
+
 def test_reachable_cti_on_the_zombie_variant_is_confirmed_by_the_explicit_model(tmp_path):
     """zk_epoch_fencing=false: z3's CTI is a zombie controller's ZooKeeper write, and the
     explicit model reaches a state where that action breaks the property (4 steps, as
