@@ -254,8 +254,9 @@ SLOW_BUGS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, overrides", [("unclean", {}), ("zombie", {}), ("data-kip320", DATA)],
-                         ids=["unclean", "zombie", "data-kip320-1rec"])
+@pytest.mark.parametrize("preset, overrides", [("unclean", {}), ("zombie", {}), ("data-kip320", DATA),
+                                               ("reassign-rf", {})],
+                         ids=["unclean", "zombie", "data-kip320-1rec", "reassign-rf"])
 def test_covering_set_conforms(preset, overrides):
     h = harness(preset, overrides)
     cover = covering_set(explore(h.model))
