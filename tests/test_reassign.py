@@ -302,6 +302,35 @@ def test_a_pure_controller_failover_never_strands_a_reassignment():
     assert r.stats.witnesses["ReassignmentCompletes"] is not None
 
 
+class TellTheLeader(KafkaModel):
+    """A test harness for the stranding's cause: the controller's ISR removals also
+    send LeaderAndIsr to the partition's live leader when it is outside the cached AR
+    (which is what keeping OAR + RAR cached until the end, as KIP-455 does, amounts to
+    for this message)."""
+
+    def next_state(self, state, act):
+        from spec.controller import _live, _send_leader_and_isr
+        nxt = super().next_state(state, act)
+        if act.name in ("RemoveReplicaFromIsr", "ReassignOfflineOldReplicas"):
+            c, p = act.get("controller"), act.get("partition")
+            ctx = nxt.brokers[c].ctx
+            if ctx is not None and nxt.zk.partitions[p] != state.zk.partitions[p]:
+                li = ctx.partitions[p]
+                if li.leader >= 0 and _live(ctx)[li.leader] and li.leader not in ctx.ar[p]:
+                    nxt = _send_leader_and_isr(nxt, ctx.epoch, p, li, [li.leader], ctx.ar[p])
+        return nxt
+
+
+@pytest.mark.slow
+def test_telling_the_leader_removes_the_stranding():
+    """With that one message added, no reassignment is stranded at these bounds: the
+    only violation left in reassign-crash is the leader's excursion out of RAR."""
+    m = TellTheLeader(KafkaConfig(**resolve(FAMILY, "reassign-crash", {})))
+    r = check(m, keep_going=True)
+    assert [v.property for v in r.violations] == ["ReassignmentLeaderInRar"]
+    assert r.stats.distinct == 40696
+
+
 # -- the data path across a reassignment ------------------------------------------------------
 
 DATA = {"brokers": 2, "replication_factor": 1, "reassignments": "1", "max_records": 2, "max_crashes": 0,
