@@ -184,7 +184,6 @@ class _Node:
     cversion: int = 0
     ephemeral_owner: int = 0
     children: set = field(default_factory=set)
-    seq: int = 0          # next sequential suffix for children
 
     def stat(self) -> Stat:
         return Stat(self.czxid, self.mzxid, self.version, self.cversion, self.ephemeral_owner,
@@ -204,8 +203,8 @@ def _check_path(path: str) -> None:
 class InMemoryStore(CoordinationStore):
     """A single-server ZooKeeper: a tree of znodes, a global zxid, sessions.
 
-    Deterministic: session ids and zxids count up from 1; sequential suffixes are
-    per-parent counters as in ZooKeeper; watch notifications are queued per session
+    Deterministic: session ids and zxids count up from 1; a sequential suffix is the
+    parent's children version, as in ZooKeeper; watch notifications are queued per session
     in the order the server fired them.
     """
 
@@ -370,8 +369,8 @@ class InMemoryStore(CoordinationStore):
             parent = self._nodes[_parent(op.path)]
             path = op.path
             if op.sequential:
-                path = f"{op.path}{parent.seq:010d}"
-            parent.seq += 1
+                # ZooKeeper's sequence number is the parent's children version at the create
+                path = f"{op.path}{parent.cversion:010d}"
             self._nodes[path] = _Node(bytes(op.data), z, z, ephemeral_owner=session if op.ephemeral else 0)
             if op.ephemeral:
                 self._ephemerals[session].add(path)
