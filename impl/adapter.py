@@ -74,6 +74,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from checker.model import action  # the shared action vocabulary (names + args)
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
 from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
@@ -117,6 +118,11 @@ REASSIGN_STEPS = {
     "ReassignReplicaDeletionSuccessful": "9b", "ReassignRemoveReplicas": "9", "ReassignShrinkAr": "10",
     "CompleteReassignment": "11",
 }
+
+
+#: with atomic_controller, the controller's reactions run inside the step that caused them
+HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "ElectLeader", "RemoveReplicaFromIsr", "IsrChangeNotification",
+                    "StartTopicDeletion", "StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
 
 
 class FaultBudget:
@@ -187,6 +193,7 @@ class KafkaImplementation:
         )
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
         self.budget = FaultBudget(config)
+        self.atomic_controller = bool(_cfg(config, "atomic_controller", False))
         self.pending_acks: list[tuple] = []     # the producers' acks=all writes not yet acknowledged
         self.acknowledged: list[tuple] = []
         # Kafka's round-robin assignment: partition p's replicas start at broker p.
@@ -322,6 +329,8 @@ class KafkaImplementation:
                 bud.records -= 1
 
     def enabled(self, act) -> bool:
+        if self.atomic_controller and act.name in HIDDEN:
+            return False
         return self._possible(act) and self._within_budget(act) and not self._controller_busy(act)
 
     def _controller_busy(self, act) -> bool:
@@ -439,7 +448,52 @@ class KafkaImplementation:
 
     def apply(self, act) -> None:
         self._apply(act)
+        if self.atomic_controller:
+            self._react()
         self._complete_delayed_produces()
+
+    # -- atomic_controller: the controller reacts within the step of each event ---------------
+    def _reactions(self):
+        """The controller's reactions the driver may run now, in a fixed order: broker
+        changes, elections, OfflineReplica transitions, ISR notifications, deletion steps
+        (the order in which the model enumerates them: spec/atomic.py)."""
+        c = self.cluster
+        tps = [TopicPartition(TOPIC, p) for p in range(self.partitions)]
+        controllers = [b for b in range(self.n) if self._ctl(b) is not None]
+        active = c.admin.get_controller_id()
+        watching = [active] if active in controllers else []
+        for ctl in watching:
+            for b, kind in sorted(self._ctl(ctl).broker_changes().items()):
+                yield action("BrokerFailure" if kind == "failure" else "BrokerStartup", controller=ctl, broker=b)
+        for ctl in controllers:
+            for tp in tps:
+                e = self._ctl(ctl).pending_election(tp)
+                if e:
+                    yield action("ElectLeader", controller=ctl, partition=tp.partition, leader=e[1], strategy=e[0],
+                                 clean=e[3])
+        for ctl in controllers:
+            for tp, r in self._ctl(ctl).replicas_to_take_offline():
+                yield action("RemoveReplicaFromIsr", controller=ctl, partition=tp.partition, replica=r)
+        for ctl in watching:
+            for tp in self._ctl(ctl).isr_changed_partitions():
+                yield action("IsrChangeNotification", controller=ctl, partition=tp.partition)
+        for ctl in controllers:
+            x = self._ctl(ctl)
+            if TOPIC in x.topics_to_start_deleting():
+                yield action("StartTopicDeletion", controller=ctl)
+            for step, tp, r in x.deletion_steps():
+                yield action("StartReplicaDeletion" if step == "start" else "RetryReplicaDeletion",
+                             controller=ctl, partition=tp.partition, replica=r)
+            if TOPIC in x.topics_deleted():
+                yield action("CompleteTopicDeletion", controller=ctl)
+
+    def _react(self) -> None:
+        for _ in range(200):
+            act = next((a for a in self._reactions() if self._possible(a) and self._within_budget(a)), None)
+            if act is None:
+                return
+            self._apply(act)
+        raise RuntimeError("the controller did not settle after 200 reactions")
 
     # -- the producers' side: which acks=all writes were acknowledged -----------------------
     def _complete_delayed_produces(self) -> None:

@@ -107,6 +107,14 @@ def test_reassignment_conforms_on_every_transition_and_enables_nothing_more():
     assert (r["states"], r["edges"], r["taken"]) == (927, 2890, 2890)
 
 
+def test_atomic_controller_data_path_conforms_on_every_transition():
+    """atomic_controller=true (spec/atomic.py): the controller's reactions run inside the
+    step of the event that caused them, on both sides; the data path with unclean
+    election, whole graph."""
+    r = walk_graph("data-unclean", {"atomic_controller": True, "max_controller_failovers": 0}, probe=True)
+    assert (r["states"], r["edges"], r["taken"]) == (1893, 3229, 3229)
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "traces" / "known").glob("*.json")), ids=lambda p: p.stem)
 def test_known_traces_replay_on_the_implementation(path):
     trace = load_trace(path)
