@@ -63,12 +63,48 @@ def settle(model, state, apply, taken: list | None = None):
                      f"(last: {hidden[0]}); this is a bug in spec/atomic.py or spec/controller.py")
 
 
+def _micro_step(model, prop):
+    """A step property of the atomic model holds on a macro step when it holds on
+    every step of the full model the macro step is made of: judged on the macro
+    step as a whole, ``LeaderElectedFromIsr`` would compare the leader elected in a
+    hidden reaction with the ISR before an ISR change that the same step made."""
+    import dataclasses
+
+    from spec.model import KafkaModel
+
+    full_next = KafkaModel.next_state
+    last: list = [None, None, None]   # (prev, act) -> micro path; the checker asks every step property in turn
+
+    def micro(prev, act):
+        if last[0] is prev and last[1] == act:
+            return last[2]
+        taken: list = []
+        first = full_next(model, prev, act)
+        settle(model, first, lambda s, a: full_next(model, s, a), taken)
+        path, state = [(prev, act, first)], first
+        for a in taken:
+            nxt = full_next(model, state, a)
+            path.append((state, a, nxt))
+            state = nxt
+        last[:] = [prev, act, path]
+        return path
+
+    def predicate(prev, act, nxt, _p=prop.predicate):
+        return all(_p(s, a, t) for s, a, t in micro(prev, act))
+
+    return dataclasses.replace(prop, predicate=predicate)
+
+
 def atomic_model_class():
     """The KafkaModel subclass with the atomic controller (imported late: spec.model
     builds it through the family, and this module must not import spec.model first)."""
     from spec.model import KafkaModel
 
     class AtomicKafkaModel(KafkaModel):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self._properties = [_micro_step(self, p) if p.step else p for p in self._properties]
+
         def init_states(self):
             full = super()
             return [settle(self, s, full.next_state) for s in full.init_states()]
