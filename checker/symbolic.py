@@ -29,7 +29,10 @@ The contract is small and knows nothing of any particular system:
 - ``describe(ev, f)`` is a readable view of a frame under a z3 model, keyed like the
   explicit model's ``describe`` so that :mod:`checker.trace` can render and diff it;
 - ``abstract(state, f)`` (optional) relates an explicit state to a frame, used to
-  confirm a CTI on a reachable explicit state.
+  confirm a CTI on a reachable explicit state;
+- ``bounded(steps)`` (optional) an equivalent model for runs of at most that many
+  steps in a cheaper finite form, and ``symmetry()`` (optional) the interchangeable
+  values of some action arguments, ``[(arg names, values)]``: both speed up bmc.
 
 A two-bit counter that must stay below 3, proved for every reachable state::
 
@@ -609,12 +612,15 @@ class BmcResult:
 
 
 def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress: TextIO | None = None,
-        timeout: float | None = None) -> BmcResult:
+        timeout: float | None = None, symmetry: bool = True) -> BmcResult:
     """Look for a violation of the invariants ``names`` within ``max_steps`` steps.
 
     Depth 0 (the initial states) first, then one more step at a time, with one
     incremental solver; at each depth the invariants are tried in the order given,
-    so the violation reported is a shortest one and the same on every run.
+    so the violation reported is a shortest one and the same on every run.  If the
+    model declares interchangeable values (optional ``symmetry()``), only runs that
+    first use them in increasing order are searched (``symmetry=False``: all runs);
+    the shortest violation has the same length either way.
     """
     start = time.perf_counter()
     if hasattr(model, "bounded"):
@@ -627,6 +633,8 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
     s.add(model.init(frames[0]))
     steps: list[_Step] = []
     result = BmcResult(None, 0, 0.0)
+    orbits = _orbits(model, acts) if symmetry else []
+    touched: list[list[z3.BoolRef]] = [[z3.BoolVal(False) for _ in o] for o, _t in orbits]
     for k in range(max_steps + 1):
         t0 = time.perf_counter()
         if k > 0:
@@ -635,6 +643,7 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
             s.add(*step.constraints)
             frames.append(g)
             steps.append(step)
+            s.add(*_break_symmetry(orbits, touched, step, k))
         bads = []
         for inv in invs:
             if inv.step:
@@ -686,6 +695,38 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
                   file=progress, flush=True)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _orbits(model: SymbolicModel, acts: Sequence[SymAction]) -> list[tuple[list, list[list[int]]]]:
+    """The model's interchangeable values (``symmetry()``: ``[(arg names, values)]``),
+    each with, per value, the action instances that name it in one of those args."""
+    out = []
+    for names, values in getattr(model, "symmetry", list)():
+        values = list(values)
+        if len(values) < 2:
+            continue
+        uses = [[i for i, a in enumerate(acts) if any(k in names and v == x for k, v in a.args)] for x in values]
+        out.append((values, uses))
+    return out
+
+
+def _break_symmetry(orbits, touched, step: _Step, k: int) -> list[z3.BoolRef]:
+    """Symmetry breaking by order of first use.  Values of an orbit are interchangeable
+    (a permutation of them maps every run to a run of the same length that breaks the
+    same invariants), so it is enough to search runs that first touch them in
+    increasing order: after every step, a value may have been named by a chosen action
+    only if every smaller value of its orbit has.  A value never named keeps its
+    initial local state, which is the same for every value of the orbit."""
+    out = []
+    for n, (values, uses) in enumerate(orbits):
+        now = []
+        for j, _x in enumerate(values):
+            t = z3.Bool(f"touched[{n}][{j}]@{k}")
+            out.append(t == z3.Or(touched[n][j], *[step.sel == i for i in uses[j]]))
+            now.append(t)
+        out += [z3.Implies(now[j + 1], now[j]) for j in range(len(values) - 1)]
+        touched[n] = now
+    return out
 
 
 # ---------------------------------------------------------- explicit agreement

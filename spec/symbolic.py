@@ -293,6 +293,15 @@ class KafkaSymbolic(SymbolicModel):
     def frame(self, tag: Any) -> KFrame:
         return KFrame(self, tag)
 
+    BROKER_ARGS = ("broker", "controller", "leader", "replica")
+
+    def symmetry(self) -> list:
+        """Brokers outside every partition's AR are interchangeable: they start alike,
+        and no rule tells them apart (elections pick from the ordered AR, ISRs hold AR
+        members only).  BMC searches only runs that first use them in increasing order."""
+        used = {r for ar in self.ar for r in ar}
+        return [(self.BROKER_ARGS, [b for b in range(self.n) if b not in used])]
+
     # -- helpers ---------------------------------------------------------------------
 
     def k(self, v: int) -> z3.ExprRef:

@@ -171,6 +171,22 @@ def test_bmc_finds_the_zombie_counterexample_with_five_brokers_and_it_replays(tm
     assert "property 'ControllerEpochFencing' is still violated" in r.stdout
 
 
+@pytest.mark.parametrize("preset, prop, steps", [
+    ("zombie", "ControllerEpochFencing", 4),
+    pytest.param("unclean", "LeaderElectedFromIsr", 7, marks=pytest.mark.slow),
+])
+def test_symmetry_breaking_keeps_the_shortest_violation(preset, prop, steps):
+    """Brokers outside the AR are interchangeable; bmc searches only runs that use them
+    in order.  With 4 brokers (two of them interchangeable) the shortest violation has
+    the same length with and without that restriction, and none is shorter."""
+    s = sym(preset, brokers=4)
+    assert s.symmetry() == [(s.BROKER_ARGS, [2, 3])]
+    with_sym = bmc(s, steps, [prop])
+    assert with_sym.violation is not None and with_sym.violation.depth == steps
+    without = bmc(s, steps, [prop], symmetry=False)
+    assert without.violation is not None and without.violation.depth == steps
+
+
 def test_bmc_with_every_fence_on_finds_nothing_within_the_bound():
     p = kmc("bmc", *KAFKA, "--preset", "zombie", "--set", "zk_epoch_fencing=true",
             "--steps", "4", "--property", "ControllerEpochFencing", "--quiet")
