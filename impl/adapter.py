@@ -50,7 +50,18 @@ Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once afte
                            OffsetOutOfRange)                                            OffsetOutOfRange in a later round
 TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds until     KIP-279 may need several rounds;
                            the follower knows where to truncate                         the model takes them as one step
+ReassignPartitions(p, r)   ``reassign_partitions``: admin writes                        same
+                           /admin/reassign_partitions
+StartReassignment(c, p)    ``start_reassignment(c, tp)``: the controller takes it up    same
+Reassign*(c, p), Complete  ``reassignment_step(c, step, tp)``: one of the 11 steps     a controller inside a reassignment
+Reassignment(c, p)                                                                      event (steps 1-3, 5-11) handles no
+                                                                                        other event; a StopReplica does not
+                                                                                        overtake its controller's LeaderAndIsr
 =========================  ==========================================================  ======================================
+
+With ``atomic_controller`` (spec/atomic.py) the controller's reactions (``HIDDEN``) are
+not actions: after every action the driver runs them, first enabled first, in the
+model's enumeration order, until none is left.
 
 ``enabled`` asks the implementation whether it can do the action now, and the
 driver's fault injector whether it may still inject that fault: faults are bounded by
