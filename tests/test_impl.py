@@ -327,3 +327,48 @@ def test_kip279_epoch_and_end_offset():
     assert log.epochs.epoch_and_end_offset_for(5, 4) == (2, 4)
     assert _log([3]).epochs.epoch_and_end_offset_for(1, 1) == (1, 0)
     assert Log().epochs.epoch_and_end_offset_for(1, 0) == (1, 0)
+
+
+def _truncate(follower_log: tuple, hw: int, leader_log: tuple, ibp: str) -> int:
+    """Run the follower's OffsetsForLeaderEpoch rounds against the leader; its new LEO."""
+    from impl.config import BrokerConfig
+    from impl.replica_manager import FetchState, Partition
+    from impl.statechange import StateChangeLogger
+
+    class _NoZk:
+        def get_topic_config(self, _topic):
+            return {}
+
+    tp = TopicPartition("t", 0)
+    f, ld = (ReplicaManager(b, BrokerConfig(inter_broker_protocol_version=ibp), {}, _NoZk(), StateChangeLogger(b),
+                            lambda: 0) for b in (0, 1))
+    f.logs[tp], ld.logs[tp] = _log(follower_log, hw), _log(leader_log)
+    for rm in (f, ld):
+        rm.partitions[tp] = Partition(tp, (0, 1), 1, 5, (1,), 1, 0)
+    f.fetchers[tp] = FetchState(1, 5, truncating=True)
+    req = f.build_offsets_for_leader_epoch(tp)
+    while req is not None:
+        req = f.handle_offsets_for_leader_epoch_response(tp, ld.handle_offsets_for_leader_epoch(req))
+    return f.logs[tp].log_end_offset
+
+
+def test_truncation_rounds_agree_with_the_models_one_step_rules():
+    """KIP-101's answer, and KIP-279's rounds, land where the model's one-step rules do
+    (spec/datapath.py), for every pair of logs of up to 3 records in epochs 0-3 where an
+    epoch starts at the same offset on both logs (one leader per epoch makes it so)."""
+    import itertools
+
+    from spec.datapath import _diverging_offset, _kip101_offset
+    from spec.state import Replica
+
+    logs = [()] + [c for n in (1, 2, 3) for c in itertools.combinations_with_replacement(range(4), n)]
+    checked = 0
+    for fl, ll in itertools.product(logs, logs):
+        if any(fl.index(e) != ll.index(e) for e in set(fl) & set(ll)):
+            continue
+        for hw in range(len(fl) + 1):
+            fr, lr = Replica(fl, hw, (), True), Replica(ll, 0, (), False)
+            assert _truncate(fl, hw, ll, "0.11") == min(len(fl), _kip101_offset(fr, lr)), (fl, hw, ll)
+            assert _truncate(fl, hw, ll, "2.0") == min(len(fl), _diverging_offset(fr, lr)), (fl, hw, ll)
+            checked += 1
+    assert checked > 1000
