@@ -31,6 +31,10 @@ Choices shared with the model, each with its pointer:
 - A leader that is itself the dead replica is not written out of the ISR by the
   OfflineReplica transition (spec/controller.py ``remove_from_isr``); its partition's
   election replaces it.
+- With auto.leader.rebalance.enable, a preferred-replica election may run whenever the
+  preferred replica is alive, in the ISR and not leading (the rebalance timer may fire
+  at any moment); the leader.imbalance.per.broker.percentage threshold is not applied
+  (spec/controller.py ``_election``, README "Presets and verdicts").
 - Topic deletion: StartTopicDeletion moves every replica and partition of the topic
   offline; each replica is then sent StopReplica(delete=true) (or marked ineligible
   while its broker is down); the topic's znodes go when every replica is deleted.
