@@ -355,6 +355,7 @@ def test_bad_input_is_one_line_and_exit_2(args, words, capsys):
 @pytest.mark.parametrize("preset, prop, brokers, steps, names", [
     ("unclean", "LeaderElectedFromIsr", 5, 7, ["CrashBroker", "ElectLeader"]),
     ("zombie", "ControllerEpochFencing", 7, 4, ["ExpireSession", "ElectLeader"]),
+    ("no-controller-fencing", "ControllerEpochFencing", 2, 7, ["ElectController", "DeliverLeaderAndIsr"]),
 ])
 def test_bmc_finds_the_known_bad_variants_and_the_traces_replay(tmp_path, preset, prop, brokers, steps, names):
     s = sym(preset, brokers=brokers)
