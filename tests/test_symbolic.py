@@ -142,6 +142,20 @@ def test_reachable_cti_on_the_zombie_variant_is_confirmed_by_the_explicit_model(
     assert "still violated" in r.stdout
 
 
+def test_reachable_cti_on_the_unclean_variant_with_the_lemmas_is_confirmed():
+    """unclean_leader_election=true: with the lemmas, the CTI is the unclean election
+    itself, and the explicit model reaches it in 7 steps (the known trace's length),
+    from a state that satisfies every lemma."""
+    s = sym("unclean")
+    res = prove(s, ["LeaderElectedFromIsr"], lemmas=lemmas())
+    assert res.cti is not None and res.cti.action.name == "ElectLeader"
+    assert res.cti.explicit[0].get("clean") is False
+    found = confirm_cti(s, FAMILY.build(config("unclean")), res.cti, ["LeaderElectedFromIsr"], lemmas())
+    assert found is not None
+    path, act = found
+    assert len(path) + 1 == 7 and act.get("clean") is False
+
+
 def test_prove_cli_exit_codes():
     ok = kmc("prove", *KAFKA, "--brokers", "4", "--invariant", "ControllerEpochFencing", "--quiet")
     assert ok.returncode == 0, ok.stderr
