@@ -75,6 +75,19 @@ def test_at_most_one_leader_per_epoch_needs_the_pairwise_lemmas():
     assert prove(s, ["AtMostOneLeaderPerEpoch"], lemmas=lemmas(epochs=True)).proved
 
 
+@pytest.mark.parametrize("brokers", [3, 5])
+def test_reassignment_isr_in_ar_is_proved_with_the_reassignment_lemmas(brokers):
+    """The reassignment steps keep the ISR and the leader within the AR in ZooKeeper, for
+    any number of brokers (the reassign preset's fault budgets, pinned by a lemma)."""
+    reassign = load_lemmas(ROOT / "examples" / "lemmas_reassign.py")
+    s = sym("reassign", brokers=brokers)
+    alone = prove(s, ["ReassignmentIsrInAr"])
+    assert not alone.proved and alone.cti is not None
+    res = prove(s, ["ReassignmentIsrInAr", "LeaderInIsr"], lemmas=reassign)
+    assert res.proved, res.cti and (res.cti.broken, res.cti.action.label)
+    assert {"Reassigning", "AssignedWithinAr", "NoFaultBudget"} <= set(res.conjuncts)
+
+
 def test_a_cti_names_the_action_and_shows_a_state_that_breaks_the_invariant():
     res = prove(sym(brokers=3), ["AtMostOneActiveController"])
     cti = res.cti
@@ -299,8 +312,24 @@ def test_explicit_transitions_are_symbolic_transitions_on_the_known_bad_variants
     assert _edges_agree(preset, stride) > 250
 
 
+def test_explicit_reassignment_transitions_are_symbolic_transitions():
+    """Reassignment (spec/reassign.py) is encoded too: a sample of reassign-rf's edges
+    (RF 1 -> 2 -> 1: every step, StopReplica with delete false and true, the busy
+    controller) are symbolic steps that decode to the same actions."""
+    assert _edges_agree("reassign-rf", 11) > 200
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61)])
+@pytest.mark.parametrize("preset, stride", [("reassign", 37), ("reassign-crash", 211)])
+def test_explicit_reassignment_transitions_are_symbolic_transitions_with_failover(preset, stride):
+    """reassign: overlapping OAR and RAR; reassign-crash: a controller crashes mid-way
+    and its successor resumes from ZooKeeper."""
+    assert _edges_agree(preset, stride) > 500
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61), ("reassign-rf", 29),
+                                            ("reassign", 251)])
 def test_what_z3_enables_the_explicit_model_enables(preset, stride):
     """The other direction, on a sample of reachable states: every action instance whose
     guard holds on abstract(s), with every choice of its parameters, decodes to an
