@@ -149,3 +149,49 @@ AssignedWithinAr = lemma(
     "AssignedWithinAr", _assigned,
     "the AR a broker applied with ZooKeeper's current version, and the AR of a request in flight with it, are "
     "within ZooKeeper's AR (within RAR once step 7 bumped the version): ExpandIsr adds only such replicas")
+
+
+# -- ReassignmentLeaderInRar -----------------------------------------------------------------
+
+LiveAsRegistered = lemma(
+    "LiveAsRegistered",
+    lambda f: z3.And([z3.Implies(f.ctx[b].has, z3.And([f.ctx[b].live[x] == f.session[x] for x in range(f.n)]))
+                      for b in range(f.n)]),
+    "without crashes or expiries no session changes after the controller read them: no BrokerFailure")
+
+NoStateWithoutController = lemma(
+    "NoStateWithoutController",
+    lambda f: z3.And([z3.Implies(f.zk_controller == -1, z3.And(z.version == -1, m == -1))
+                      for z, m in zip(f.zk, f.leader_moved)]),
+    "only a controller writes a partition's state, and it stays")
+
+
+def _online(f):
+    from spec.symbolic import P_OFFLINE
+    return z3.And([z3.Implies(f.ctx[b].has, ps != P_OFFLINE) for b in range(f.n) for ps in f.ctx[b].pstate])
+
+
+NoOfflinePartition = lemma(
+    "NoOfflinePartition", _online,
+    "the controller starts before any partition exists, and no broker fails: no partition goes offline")
+
+
+def _leader_moved(f):
+    c = []
+    for p in range(f.partitions):
+        moved = f.leader_moved[p]
+        for b in range(f.n):
+            r = f.rctx[b][p]
+            c.append(z3.Implies(f.ctx[b].has, z3.And(
+                z3.Implies(z3.And(r.has, r.step < _step(None, "7")), moved == -1),
+                z3.Implies(z3.And(r.has, r.step >= _step(None, "7")), moved == r.target),
+                z3.Implies(z3.And(z3.Not(r.has), moved != -1), z3.And(r.ar == moved, f.zk_reassign[p] == -1)),
+                z3.Implies(f.zk_reassign[p] != -1, z3.Or(r.has, moved == -1)))))
+        c.append(z3.Implies(moved != -1, f.zk_controller != -1))
+    return z3.And(c)
+
+
+LeaderMoved = lemma(
+    "LeaderMoved", _leader_moved,
+    "inv_leader_moved is the RAR of the reassignment in progress from step 7 (the request resets it); once it "
+    "completes, the controller's cached AR is that RAR, so a preferred election stays within it")

@@ -77,15 +77,40 @@ def test_at_most_one_leader_per_epoch_needs_the_pairwise_lemmas():
 
 @pytest.mark.parametrize("brokers", [3, 5])
 def test_reassignment_isr_in_ar_is_proved_with_the_reassignment_lemmas(brokers):
-    """The reassignment steps keep the ISR and the leader within the AR in ZooKeeper, for
-    any number of brokers (the reassign preset's fault budgets, pinned by a lemma)."""
+    """The reassignment steps keep the ISR and the leader within the AR in ZooKeeper, and
+    the leader within RAR from step 7, for any number of brokers (the reassign preset's
+    fault budgets, pinned by a lemma)."""
     reassign = load_lemmas(ROOT / "examples" / "lemmas_reassign.py")
     s = sym("reassign", brokers=brokers)
     alone = prove(s, ["ReassignmentIsrInAr"])
     assert not alone.proved and alone.cti is not None
-    res = prove(s, ["ReassignmentIsrInAr", "LeaderInIsr"], lemmas=reassign)
+    res = prove(s, ["ReassignmentLeaderInRar", "ReassignmentIsrInAr", "LeaderInIsr"], lemmas=reassign)
     assert res.proved, res.cti and (res.cti.broken, res.cti.action.label)
-    assert {"Reassigning", "AssignedWithinAr", "NoFaultBudget"} <= set(res.conjuncts)
+    assert {"Reassigning", "AssignedWithinAr", "LeaderMoved", "NoFaultBudget"} <= set(res.conjuncts)
+
+
+def test_the_reassignment_proof_does_not_cover_faults():
+    """examples/lemmas_reassign.py pins the preset's fault budgets (0): with a crash allowed
+    (reassign-crash, where ReassignmentLeaderInRar really fails) that lemma is false
+    initially, so nothing is proved."""
+    res = prove(sym("reassign-crash"), ["ReassignmentLeaderInRar"],
+                lemmas=load_lemmas(ROOT / "examples" / "lemmas_reassign.py"))
+    assert not res.proved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, stride", [("reassign", 23), ("reassign-rf", 3)])
+def test_the_reassignment_lemmas_hold_on_the_reachable_states_of_the_explicit_model(preset, stride):
+    s = sym(preset)
+    model = FAMILY.build(config(preset))
+    f = s.frame("r")
+    reassign = load_lemmas(ROOT / "examples" / "lemmas_reassign.py")
+    conj = z3.And([s.wellformed(f)] + [lem.predicate(f) for lem in reassign])
+    graph = explore(model)
+    for n in range(0, len(graph.states), stride):
+        solver = z3.Solver()
+        solver.add(s.abstract(graph.states[n], f), z3.Not(conj))
+        assert solver.check() == z3.unsat, f"a lemma fails on reachable state {n}"
 
 
 def test_a_cti_names_the_action_and_shows_a_state_that_breaks_the_invariant():
@@ -320,15 +345,15 @@ def test_explicit_reassignment_transitions_are_symbolic_transitions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, stride", [("reassign", 37), ("reassign-crash", 211)])
+@pytest.mark.parametrize("preset, stride", [("reassign", 97), ("reassign-crash", 421)])
 def test_explicit_reassignment_transitions_are_symbolic_transitions_with_failover(preset, stride):
     """reassign: overlapping OAR and RAR; reassign-crash: a controller crashes mid-way
     and its successor resumes from ZooKeeper."""
-    assert _edges_agree(preset, stride) > 500
+    assert _edges_agree(preset, stride) > 250
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61), ("reassign-rf", 29),
+@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61), ("reassign-rf", 59),
                                             ("reassign", 251)])
 def test_what_z3_enables_the_explicit_model_enables(preset, stride):
     """The other direction, on a sample of reachable states: every action instance whose
