@@ -33,6 +33,7 @@ from typing import Any, Mapping, NoReturn, Sequence, TextIO
 
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
+from checker.imports import import_ref
 from checker.model import SOMETIMES, Property
 
 GROUP = "kmc.models"
@@ -98,25 +99,7 @@ def load_family(ref: str | None) -> tuple[Any, str]:
         modname, _, attr = ref.partition(":")
         if not modname or not attr:
             raise UsageError(f"--model {ref!r} must be NAME or module:attribute, e.g. --model tests.toys:FAMILY")
-        cwd = os.getcwd()
-        if cwd not in sys.path and "" not in sys.path:
-            sys.path.insert(0, cwd)
-        try:
-            module = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name and (modname == e.name or modname.startswith(e.name + ".")):
-                raise UsageError(f"cannot import module {modname!r} for --model {ref}: no module named {e.name!r}; "
-                                 f"check the name and PYTHONPATH") from None
-            raise UsageError(f"importing {modname!r} for --model {ref} failed: {e}; install what it needs") from None
-        except Exception as e:  # noqa: BLE001
-            raise ModelError(f"importing {modname!r} for --model {ref} raised {_exc(e)}") from e
-        obj: Any = module
-        for part in attr.split("."):
-            if not hasattr(obj, part):
-                names = [n for n in dir(module) if not n.startswith("_")]
-                raise UsageError(f"module {modname!r} has no attribute {attr!r}{suggest(part, names)}; "
-                                 f"check --model {ref}")
-            obj = getattr(obj, part)
+        obj = import_ref(modname, attr, what=f"--model {ref}", fix=f"check --model {ref}")
         return _as_family(obj, ref), ref
     models = registered_models()
     if ref is None:

@@ -83,10 +83,7 @@ A toy model and an implementation of it that agree::
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +91,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from checker.errors import ModelError, UsageError
 from checker.graph import StateGraph, explore  # noqa: F401 - explore: the doctests
+from checker.imports import import_ref
 from checker.model import Action, Model, State
 from checker.trace import ABSENT, _exc, _same, render_changes
 
@@ -184,24 +182,8 @@ def load_implementation(family: Any, family_ref: str = "") -> Callable[[Mapping[
     modname, _, attr = str(ref).partition(":")
     if not modname or not attr:
         raise UsageError(f"{label} names its implementation {ref!r}; it must be 'module:attribute'")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(modname)
-    except ModuleNotFoundError as e:
-        if e.name and (modname == e.name or modname.startswith(e.name + ".")):
-            raise UsageError(f"{label} names implementation {ref!r}, but there is no module {e.name!r}; "
-                             f"check the name and PYTHONPATH") from None
-        raise UsageError(f"importing implementation {ref!r} of {label} failed: {e}; install what it needs") from None
-    except Exception as e:  # noqa: BLE001
-        raise ModelError(f"importing implementation {ref!r} of {label} raised {_exc(e)}") from e
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"{label} names implementation {ref!r}, but module {modname!r} has no "
-                             f"attribute {attr!r}; fix ModelFamily.implementation")
-        obj = getattr(obj, part)
+    obj = import_ref(modname, attr, what=f"implementation {ref!r} of {label}",
+                     fix="fix ModelFamily.implementation")
     if not callable(obj):
         raise UsageError(f"implementation {ref!r} of {label} is a {type(obj).__name__}, not a class; "
                          f"point ModelFamily.implementation at the adapter class")
