@@ -591,11 +591,9 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
     existing file is never overwritten (see checker.trace.write_trace).  For an
     action only the implementation enables, the trace also lists it under ``probe``,
     so that replaying the file asks the implementation about it again."""
-    import tempfile
-
     from checker.bfs import replay_path
     from checker.result import Violation
-    from checker.trace import _publish, _same_trace, action_to_json, write_trace
+    from checker.trace import action_to_json, write_trace
 
     try:
         path = replay_path(harness.model, d.actions, d.init)
@@ -604,27 +602,11 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"replaying the diverging path in the model raised {_exc(e)}") from e
     v = Violation("Conformance", "conformance", path, message=d.summary)
-    directory = Path(directory)
+    extra = {"probe": [action_to_json(d.extra)]} if d.kind == EXTRA and d.extra is not None else None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=directory, prefix=".kmc-conform-") as tmp:
-            draft = write_trace(tmp, family_ref=family_ref, model=harness.model, config=harness.config,
-                                preset=preset, violation=v, engine="conform", command=command, properties=[],
-                                label=label)
-            doc = json.loads(draft.read_text(encoding="utf-8"))
-        if d.kind == EXTRA and d.extra is not None:
-            doc["probe"] = [action_to_json(d.extra)]
-        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-        same = _same_trace(doc)
-        stem = draft.stem
-        n = 1
-        while True:
-            target = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
-            if not target.exists() and _publish(directory, target, text):
-                return target
-            if same(target):
-                return target
-            n += 1
+        return write_trace(directory, family_ref=family_ref, model=harness.model, config=harness.config,
+                           preset=preset, violation=v, engine="conform", command=command, properties=[],
+                           label=label, extra=extra)
     except OSError as e:
         raise UsageError(f"cannot write a trace to '{directory}': {e.strerror or e}; "
                          f"choose another directory with --traces-dir DIR") from None

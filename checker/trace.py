@@ -380,7 +380,8 @@ def default_command() -> str:
 def write_trace(directory: str | Path, *, family_ref: str, model: Model, config: Mapping[str, Any],
                 preset: str | None, violation: Any, engine: str = "local",
                 command: str | None = None, properties: Sequence[Property] | None = None,
-                invariants: Sequence[str] = (), label: str | None = None) -> Path:
+                invariants: Sequence[str] = (), label: str | None = None,
+                extra: Mapping[str, Any] | None = None) -> Path:
     """Save ``violation``'s path as a JSON trace in ``directory`` and return its path.
 
     The file is named ``<Property>-<label>-<first 8 hex digits of the final
@@ -390,7 +391,7 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     ``-3``... suffix.  ``properties`` (default ``model.properties()``) is where the
     property's rationale comes from; ``invariants`` lists the user invariant files
     the run loaded (stored as absolute paths), so that replay can re-check a user
-    property from any directory.
+    property from any directory.  ``extra`` adds top-level fields of the caller's own.
     """
     if not violation.path:
         raise ValueError(f"violation of {violation.property!r} has no path to save")
@@ -426,6 +427,7 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     loop_start = getattr(violation, "loop_start", None)
     if loop_start is not None:
         doc["loop_start"] = loop_start
+    doc.update(extra or {})
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     same = _same_trace(doc)
     directory = Path(directory)
