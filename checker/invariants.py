@@ -26,7 +26,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from checker.errors import UsageError
 from checker.model import Property
@@ -44,43 +44,7 @@ def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) ->
     a clash is a ``UsageError``.
     """
     name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        what = "is a directory" if p.is_dir() else "does not exist"
-        raise UsageError(f"invariants file '{name}' {what}; give the path of a Python file to --invariants")
-    try:
-        source = p.read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read invariants file '{name}': {e.strerror or e}; check its permissions") from None
-    digest = hashlib.blake2b(str(p.resolve()).encode(), digest_size=4).hexdigest()
-    modname = f"_kmc_invariants_{digest}_{next(_counter)}"
-    try:
-        code = compile(source, str(p), "exec")
-    except SyntaxError as e:
-        where = f" line {e.lineno}" if e.lineno else ""
-        raise UsageError(f"invariants file '{name}'{where}: {type(e).__name__}: {e.msg}; fix the Python syntax") from None
-    except ValueError as e:  # e.g. null bytes in the source
-        raise UsageError(f"invariants file '{name}' is not Python source ({e}); give a .py file") from None
-    spec = importlib.util.spec_from_file_location(modname, p)
-    if spec is None:
-        raise UsageError(f"invariants file '{name}' cannot be loaded as a Python module; give a .py file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    try:
-        exec(code, module.__dict__)
-    except BaseException as e:  # noqa: BLE001 - a user's file may raise anything, even SystemExit
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        sys.modules.pop(modname, None)
-        line = ""
-        for frame in reversed(traceback.extract_tb(e.__traceback__)):
-            if frame.filename == str(p):
-                line = f" line {frame.lineno}"
-                break
-        msg = str(e)
-        raise UsageError(
-            f"invariants file '{name}'{line} raised {type(e).__name__}{': ' + msg if msg else ''}; "
-            f"fix the file so that it runs (python {name})") from None
+    module = run_user_file(path, kind="invariants", flag="--invariants")
     found: list[Property] = []
     seen: set[int] = set()
     values = list(module.__dict__.values())
@@ -119,3 +83,51 @@ def load_all(paths: Iterable[str | os.PathLike], *, existing: Iterable[str] = ()
         taken.update(p.name for p in props)
         out.extend(props)
     return out
+
+
+def run_user_file(path: str | os.PathLike, *, kind: str, flag: str) -> Any:
+    """Run the user's Python file at ``path`` as a fresh module and return it.
+
+    ``kind`` names the file in messages ("invariants file 'x.py' ...") and ``flag`` is
+    the option that gave it.  A missing or unreadable file, a syntax error or an
+    exception while it runs (even SystemExit) is a one-line UsageError.
+    """
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise UsageError(f"{kind} file '{name}' {what}; give the path of a Python file to {flag}")
+    try:
+        source = p.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {kind} file '{name}': {e.strerror or e}; check its permissions") from None
+    digest = hashlib.blake2b(str(p.resolve()).encode(), digest_size=4).hexdigest()
+    modname = f"_kmc_{kind}_{digest}_{next(_counter)}"
+    try:
+        code = compile(source, str(p), "exec")
+    except SyntaxError as e:
+        where = f" line {e.lineno}" if e.lineno else ""
+        raise UsageError(f"{kind} file '{name}'{where}: {type(e).__name__}: {e.msg}; fix the Python syntax") from None
+    except ValueError as e:  # e.g. null bytes in the source
+        raise UsageError(f"{kind} file '{name}' is not Python source ({e}); give a .py file") from None
+    spec = importlib.util.spec_from_file_location(modname, p)
+    if spec is None:
+        raise UsageError(f"{kind} file '{name}' cannot be loaded as a Python module; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as e:  # noqa: BLE001 - a user's file may raise anything, even SystemExit
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        sys.modules.pop(modname, None)
+        line = ""
+        for frame in reversed(traceback.extract_tb(e.__traceback__)):
+            if frame.filename == str(p):
+                line = f" line {frame.lineno}"
+                break
+        msg = str(e)
+        raise UsageError(
+            f"{kind} file '{name}'{line} raised {type(e).__name__}{': ' + msg if msg else ''}; "
+            f"fix the file so that it runs (python {name})") from None
+    return module

@@ -60,15 +60,10 @@ A two-bit counter that must stay below 3, proved for every reachable state::
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import os
-import sys
 import time
-import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 import z3
@@ -365,42 +360,15 @@ def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInv
 
 # ------------------------------------------------------------------------ lemmas
 
-_counter = itertools.count(1)
-
 
 def load_lemmas(path: str | os.PathLike, *, existing: Iterable[str] = ()) -> list[SymInvariant]:
     """Run the Python file at ``path`` and return the lemmas it binds at module level
     (``Name = lemma("Name", lambda f: ..., "why")``), in definition order.  Any problem
     is a one-line ``UsageError`` naming the file."""
+    from checker.invariants import run_user_file
+
     name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        what = "is a directory" if p.is_dir() else "does not exist"
-        raise UsageError(f"lemmas file '{name}' {what}; give the path of a Python file to --lemmas")
-    try:
-        code = compile(p.read_bytes(), str(p), "exec")
-    except SyntaxError as e:
-        where = f" line {e.lineno}" if e.lineno else ""
-        raise UsageError(f"lemmas file '{name}'{where}: SyntaxError: {e.msg}; fix the Python syntax") from None
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read lemmas file '{name}' ({e}); give a readable .py file") from None
-    modname = f"_kmc_lemmas_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(modname, p)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[modname] = module
-    try:
-        exec(code, module.__dict__)  # noqa: S102 - running the user's lemma file is the point
-    except BaseException as e:
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        sys.modules.pop(modname, None)
-        line = ""
-        for fr in reversed(traceback.extract_tb(e.__traceback__)):
-            if fr.filename == str(p):
-                line = f" line {fr.lineno}"
-                break
-        raise UsageError(f"lemmas file '{name}'{line} raised {type(e).__name__}: {e}; "
-                         f"fix the file so that it runs") from None
+    module = run_user_file(path, kind="lemmas", flag="--lemmas")
     found = [v for v in module.__dict__.values() if isinstance(v, SymInvariant)]
     if not found:
         raise UsageError(f"lemmas file '{name}' defines no lemma; write e.g. "
