@@ -353,7 +353,7 @@ def test_explicit_reassignment_transitions_are_symbolic_transitions_with_failove
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61), ("reassign-rf", 59),
+@pytest.mark.parametrize("preset, stride", [("tiny", 59), ("zombie", 167), ("unclean", 61), ("reassign-rf", 43),
                                             ("reassign", 251)])
 def test_what_z3_enables_the_explicit_model_enables(preset, stride):
     """The other direction, on a sample of reachable states: every action instance whose
