@@ -98,6 +98,39 @@ def test_the_reassignment_proof_does_not_cover_faults():
     assert not res.proved
 
 
+class _ReassignReach(KafkaSymbolic):
+    """reassign-rf with one more 'invariant': no controller has finished step 3 of a
+    reassignment.  Its bmc counterexample is a shortest run to step 3, in the bounded
+    (slot) form of the encoding."""
+
+    def invariants(self):
+        from checker.symbolic import SymInvariant
+        from spec.symbolic import R_ORDER
+
+        def before3(f):
+            return z3.And([z3.Not(z3.And(f.ctx[b].has, f.rctx[b][q].has, f.rctx[b][q].step >= R_ORDER.index("3")))
+                           for b in range(f.n) for q in range(f.partitions)])
+        return [*super().invariants(), SymInvariant("BeforeStep3", before3)]
+
+
+def test_bmc_reaches_a_reassignment_step_and_the_explicit_model_follows():
+    """The bounded form's reassignment steps agree with the explicit model: the run bmc
+    finds to step 3 is enabled there action by action, and ends with a controller
+    past step 3 there too."""
+    res = bmc(_ReassignReach(KafkaConfig(**config("reassign-rf"))), 8, ["BeforeStep3"])
+    v = res.violation
+    assert v is not None and v.depth == 7
+    assert [a.name for a in v.actions][-3:] == ["ReassignExtendAr", "ReassignBumpLeaderEpoch",
+                                                "ReassignStartNewReplicas"]
+    model = FAMILY.build(config("reassign-rf"))
+    [s] = list(model.init_states())
+    for a in v.actions:
+        assert a in model.actions(s), a
+        s = model.next_state(s, a)
+    assert any(br.ctx is not None and br.ctx.reassigning[0] is not None and br.ctx.reassigning[0].step == "3"
+               for br in s.brokers)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("preset, stride", [("reassign", 23), ("reassign-rf", 3)])
 def test_the_reassignment_lemmas_hold_on_the_reachable_states_of_the_explicit_model(preset, stride):
