@@ -131,6 +131,38 @@ def test_bmc_reaches_a_reassignment_step_and_the_explicit_model_follows():
                for br in s.brokers)
 
 
+class _StopReach(KafkaSymbolic):
+    """One more 'invariant': no broker holds a partition state without a leader, which
+    only StopReplica(delete=false) leaves."""
+
+    def invariants(self):
+        from checker.symbolic import SymInvariant
+
+        def no_stopped(f):
+            return z3.And([z3.Not(z3.And(f.view[b][q].leader == -1, f.view[b][q].version != -1))
+                           for b in range(f.n) for q in range(f.partitions)])
+        return [*super().invariants(), SymInvariant("NoStoppedReplica", no_stopped)]
+
+
+def test_bmc_reaches_a_delivered_stop_replica_and_the_explicit_model_follows():
+    """Deeper into the bounded form: [0, 1] -> [1] on 2 brokers, a shortest run to a
+    removed replica that has applied step 8's StopReplica(delete=false); the FIFO rule
+    makes broker 0 apply the earlier LeaderAndIsr of that controller epoch first.  The
+    explicit model follows the run."""
+    cfg = config("reassign", brokers=2, reassignments="1")
+    res = bmc(_StopReach(KafkaConfig(**cfg)), 10, ["NoStoppedReplica"])
+    v = res.violation
+    assert v is not None and v.depth == 10 and v.actions[-1].name == "DeliverStopReplica"
+    assert v.actions[-1].get("delete") is False and "ReassignOfflineOldReplicas" in [a.name for a in v.actions]
+    model = FAMILY.build(cfg)
+    [s] = list(model.init_states())
+    for a in v.actions:
+        assert a in model.actions(s), a
+        s = model.next_state(s, a)
+    b = v.actions[-1].get("broker")
+    assert s.brokers[b].partitions[0].leader == -1 and s.brokers[b].partitions[0].version != -1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("preset, stride", [("reassign", 23), ("reassign-rf", 3)])
 def test_the_reassignment_lemmas_hold_on_the_reachable_states_of_the_explicit_model(preset, stride):
