@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli_support
+
 ROOT = Path(__file__).resolve().parent.parent
 TOYS = ["--model", "tests.toys:FAMILY"]
 
 
 def kmc(*args: str, cwd: Path | str = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("KMC_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return cli_support.kmc(*args, cwd=cwd, timeout=60)
 
 
 def check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -30,13 +29,7 @@ def check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess, code: int = 2, needle: str = "") -> str:
-    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("kmc: ") and "(reproduce: kmc" in lines[0] and lines[0].endswith(")")
-    assert needle in lines[0], lines[0]
-    return lines[0]
+    return cli_support.one_line_error(r, needle, code=code)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,7 @@ implementation written separately (tests/conform_toys.py), with deliberate bugs.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from checker.conform import (
 from checker.graph import explore
 from checker.model import action
 from checker.trace import load_trace
-from tests import toys
+from tests import cli_support, toys
 from tests.conform_toys import FAMILY, PairSystem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +36,7 @@ def harness(preset: str = "tiny", **overrides) -> Harness:
 
 
 def kmc(*args, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("KMC_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return cli_support.kmc(*args, cwd=cwd, timeout=120)
 
 
 def shortest_divergence(h: Harness, limit: int = 6) -> int:

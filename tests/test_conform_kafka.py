@@ -10,10 +10,8 @@ covering set instead)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from checker.graph import explore
 from checker.trace import load_trace
 from impl.adapter import TOPIC, KafkaImplementation
 from spec.family import FAMILY
+from tests import cli_support
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ["--model", "spec.family:FAMILY"]
@@ -43,10 +42,7 @@ THREE = {"brokers": 3, "replication_factor": 3, "max_crashes": 1, "max_session_e
 
 
 def kmc(*args, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("KMC_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return cli_support.kmc(*args, timeout=timeout)
 
 
 def harness(preset: str | None, overrides: dict) -> Harness:

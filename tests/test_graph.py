@@ -4,10 +4,7 @@ DOT, and its refusals (unknown format, too large, an existing output file)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,26 +12,16 @@ import networkx as nx
 
 from checker.bfs import check
 from checker.config import resolve
+from tests import cli_support
+from tests.cli_support import kmc
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ["--model", "spec.family:FAMILY"]
 TOYS = ["--model", "tests.liveness_toys:FAMILY"]
 
 
-def kmc(*args, cwd=ROOT):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("KMC_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def one_line_error(r, needle=""):
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert lines[0].startswith("kmc: error: ") and "(reproduce: kmc graph" in lines[0], lines[0]
-    assert needle in lines[0], lines[0]
-    return lines[0]
+    return cli_support.one_line_error(r, needle, prefix="kmc: error: ", reproduce="kmc graph")
 
 
 def test_tiny_as_graphml_reads_back(tmp_path):

@@ -5,21 +5,18 @@ PYTHONHASHSEED, and every saved trace under traces/ still replays."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import cli_support
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ["--model", "spec.family:FAMILY"]
 
 
 def kmc(*args, seed="0", cwd=ROOT):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
-    return subprocess.run([sys.executable, "-m", "checker", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return cli_support.kmc(*args, cwd=cwd, seed=seed, timeout=600)
 
 
 STABLE = ("distinct", "generated", "depth", "verdict", "violated_property", "witnesses", "action_counts")

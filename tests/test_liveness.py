@@ -5,9 +5,6 @@ known by hand, the Kafka model's EventuallyLeaderElected, lasso traces through
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from checker.config import resolve
 from checker.graph import explore
 from checker.liveness import check_liveness, lasso_text, to_violation
 from checker.model import Model, action, eventually
+from tests import cli_support
 from tests.liveness_toys import Flap, Grant, Relay
 from tests.toys import Graph, Unbounded
 
@@ -25,19 +23,11 @@ KAFKA = ["--model", "spec.family:FAMILY"]
 
 
 def kmc(*args, cwd=ROOT, seed="0"):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
-    env.pop("KMC_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "checker", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return cli_support.kmc(*args, cwd=cwd, seed=seed)
 
 
 def one_line_error(r, needle=""):
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert lines[0].startswith("kmc: error: ") and "(reproduce: kmc " in lines[0], lines[0]
-    assert needle in lines[0], lines[0]
-    return lines[0]
+    return cli_support.one_line_error(r, needle, prefix="kmc: error: ")
 
 
 def flat(text):

@@ -6,9 +6,6 @@ reachable there, and explicit transitions must be symbolic transitions."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from checker.symbolic import _Step, bmc, confirm_cti, load_lemmas, prove, to_exp
 from spec.config import KafkaConfig
 from spec.family import FAMILY
 from spec.symbolic import KafkaSymbolic
+from tests import cli_support
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ["--model", "spec.family:FAMILY"]
@@ -27,9 +25,7 @@ LEMMAS = ROOT / "examples" / "lemmas.py"
 
 
 def kmc(*args, seed="0", cwd=ROOT):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
-    return subprocess.run([sys.executable, "-m", "checker", *args], check=False, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return cli_support.kmc(*args, cwd=cwd, seed=seed, timeout=900)
 
 
 def config(preset="default", **over):
