@@ -45,20 +45,22 @@ def _reactions(model, state) -> list:
     return [a for a in out if a.name in HIDDEN]
 
 
-def settle(model, state, apply, taken: list | None = None):
+def settle(model, state, apply, steps: list | None = None):
     """Run the active controller's reactions on ``state`` until none is enabled.
 
     ``apply(state, action)`` is the full model's next-state function; the first
-    enabled hidden action is taken each time, so the result is deterministic.  The
-    actions taken are appended to ``taken`` when given (see ``expand``).
+    enabled hidden action is taken each time, so the result is deterministic.  Each
+    step taken is appended to ``steps`` as ``(before, action, after)`` when given
+    (see ``expand`` and the step properties).
     """
     for _ in range(_LIMIT):
         hidden = _reactions(model, state)
         if not hidden:
             return state
-        if taken is not None:
-            taken.append(hidden[0])
-        state = apply(state, hidden[0])
+        after = apply(state, hidden[0])
+        if steps is not None:
+            steps.append((state, hidden[0], after))
+        state = after
     raise ModelError(f"the atomic controller did not settle after {_LIMIT} reactions "
                      f"(last: {hidden[0]}); this is a bug in spec/atomic.py or spec/controller.py")
 
@@ -78,14 +80,9 @@ def _micro_step(model, prop):
     def micro(prev, act):
         if last[0] is prev and last[1] == act:
             return last[2]
-        taken: list = []
         first = full_next(model, prev, act)
-        settle(model, first, lambda s, a: full_next(model, s, a), taken)
-        path, state = [(prev, act, first)], first
-        for a in taken:
-            nxt = full_next(model, state, a)
-            path.append((state, a, nxt))
-            state = nxt
+        path = [(prev, act, first)]
+        settle(model, first, lambda s, a: full_next(model, s, a), path)
         last[:] = [prev, act, path]
         return path
 
@@ -132,12 +129,13 @@ def expand(model, actions) -> list:
     from spec.model import KafkaModel
 
     full = KafkaModel(model.cfg)
-    out: list = []
-    state = settle(full, full.init_states()[0], full.next_state, out)
+    steps: list = []
+    state = settle(full, full.init_states()[0], full.next_state, steps)
     for act in actions:
-        out.append(act)
-        state = settle(full, full.next_state(state, act), full.next_state, out)
-    return out
+        after = full.next_state(state, act)
+        steps.append((state, act, after))
+        state = settle(full, after, full.next_state, steps)
+    return [a for _, a, _ in steps]
 
 
 def expand_trace(path: str, traces_dir: str) -> str:
