@@ -49,7 +49,7 @@ from hashlib import blake2b
 from typing import Iterable, Sequence, TextIO
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import format_fingerprint, validate_state
+from checker.fingerprint import fingerprint_fn, format_fingerprint, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
 
@@ -59,7 +59,7 @@ SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start
 PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
 
 
-class _Stop(BaseException):
+class StopSearch(BaseException):
     """Internal: unwinds the search loop (first violation, or max_states reached).
     A BaseException so that no ``except Exception`` on the way can swallow it."""
 
@@ -86,7 +86,7 @@ def check(
     if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1):
         raise UsageError(f"max_states must be a positive integer, not {max_states!r}")
     props = list(model.properties() if properties is None else properties)
-    search = _Search(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
+    search = Search(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
     return search.run()
 
 
@@ -102,7 +102,7 @@ def replay_path(model: Model, actions: Iterable[Action], init_state: State | Non
         if not inits:
             raise ModelError("replay: the model has no initial state")
         init_state = inits[0]
-    fp = _fingerprint_fn(model)
+    fp = fingerprint_fn(model)
     state = init_state
     path = [Step(None, state, fp(state))]
     for depth, act in enumerate(actions):
@@ -120,19 +120,6 @@ def replay_path(model: Model, actions: Iterable[Action], init_state: State | Non
 # ---------------------------------------------------------------------------------
 
 
-def _fingerprint_fn(model: Model):
-    """A fast fingerprint function for ``model`` (skips a call when encode is repr)."""
-    if getattr(type(model), "encode", None) is Model.encode:
-        def fp(state, _b=blake2b, _f=int.from_bytes, _r=repr):
-            return _f(_b(_r(state).encode(), digest_size=8).digest(), "little", signed=True)
-    else:
-        encode = model.encode
-
-        def fp(state, _b=blake2b, _f=int.from_bytes):
-            return _f(_b(encode(state), digest_size=8).digest(), "little", signed=True)
-    return fp
-
-
 def _describe(model: Model, state: State) -> str:
     try:
         return json.dumps(model.describe(state), default=repr)
@@ -143,12 +130,12 @@ def _describe(model: Model, state: State) -> str:
             return f"<unprintable {type(state).__name__}>"
 
 
-def _peak_memory() -> int:
+def peak_memory() -> int:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
 
 
-class _Search:
+class Search:
     def __init__(self, model, props, max_depth, max_states, keep_going, check_deadlock, progress, interval):
         self.model = model
         self.max_depth = max_depth
@@ -184,7 +171,7 @@ class _Search:
         self.frontier_iter = None             # rest of the level, for the deadlock scan
         self.cut = False                      # a bound cut the search
         self.stopped = False                  # stopped at the first violation
-        self.fp = _fingerprint_fn(model)
+        self.fp = fingerprint_fn(model)
         self.start = time.perf_counter()
         self.last_report = self.start
 
@@ -194,7 +181,7 @@ class _Search:
         try:
             frontier = self._initial()
             self._explore(frontier)
-        except _Stop:
+        except StopSearch:
             pass
         seconds = time.perf_counter() - self.start
         complete = not (self.cut or self.stopped)
@@ -215,7 +202,7 @@ class _Search:
             depth=depth,
             seconds=seconds,
             states_per_second=len(self.visited) / seconds if seconds > 0 else 0.0,
-            peak_memory_bytes=_peak_memory(),
+            peak_memory_bytes=peak_memory(),
             action_counts=dict(self.counts),
             witnesses=dict(self.witnesses),
             complete=complete,
@@ -246,7 +233,7 @@ class _Search:
                 continue
             if cap is not None and len(visited) >= cap:
                 self.cut = True
-                raise _Stop
+                raise StopSearch
             visited[h] = (None, i)
             self._new_state(s, h, 0)
             frontier.append((h, s))
@@ -356,7 +343,7 @@ class _Search:
                         continue
                     if len(visited) >= cap:
                         self.cut = True
-                        raise _Stop
+                        raise StopSearch
                     visited[h] = (sfp, i)
                     if wit_checks:
                         try:
@@ -462,7 +449,7 @@ class _Search:
         self.stopped = True
         if length > self.level and self.check_deadlock and name != DEADLOCK and self.frontier_iter is not None:
             self._scan_for_shorter_deadlock()
-        raise _Stop
+        raise StopSearch
 
     def _scan_for_shorter_deadlock(self) -> None:
         """A violation one level deeper was found: a deadlock in the rest of the

@@ -31,27 +31,34 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, NoReturn, Sequence, TextIO
 
+from checker import bfs, commands
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, GROUP, load_family,
+    registered_models,
+)
+from checker.cmdline import build_model as _build
+from checker.cmdline import check_traces_dir as _check_traces_dir
+from checker.cmdline import config_text as _config_text
+from checker.cmdline import count as _count
+from checker.cmdline import fail as _fail
+from checker.cmdline import model_properties as _model_properties
+from checker.cmdline import nonneg as _nonneg
+from checker.cmdline import para as _para
+from checker.cmdline import positive as _positive
+from checker.cmdline import resolve_config as _resolve_config
+from checker.cmdline import show as _show
+from checker.cmdline import width as _width
+from checker.cmdline import wrap as _wrap
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
-from checker.imports import import_ref
+from checker.errors import describe_exception as _exc
+from checker.invariants import load_all
+from checker.liveness import CheckRun
 from checker.model import SOMETIMES, Property
+from checker.result import BOUNDED, OK, VIOLATED
+from checker.trace import DEADLOCK_RATIONALE, fill, load_trace, render_changes, render_state, replay, write_trace
 
-GROUP = "kmc.models"
-DEFAULT_MODEL = "kafka"
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_MODEL, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
-
-EXIT_CODES = """\
-exit status:
-  0    success (check: no violation, exhaustive or within the bounds;
-       replay: the trace fits the model and still shows its violation)
-  1    a property is violated and a trace was saved (check), or the trace
-       no longer fits the model / no longer violates its property (replay)
-  2    bad input: unknown preset, key, property or model, a value out of
-       range, a malformed config or trace file, a bad flag
-  3    the model broke its contract (e.g. next_state raised, a state holds a set)
-  4    internal error of kmc (KMC_DEBUG=1 shows the traceback)
-  130  interrupted"""
+__all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
 
 class _ArgError(Exception):
@@ -68,77 +75,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ------------------------------------------------------------------ model lookup
-
-def registered_models() -> dict[str, importlib.metadata.EntryPoint]:
-    eps = importlib.metadata.entry_points(group=GROUP)
-    return {ep.name: ep for ep in sorted(eps, key=lambda e: e.name)}
-
-
-def _exc(e: BaseException) -> str:
-    from checker.trace import _exc as fmt
-    return fmt(e)
-
-
-def _as_family(obj: Any, ref: str) -> Any:
-    from checker.model import ModelFamily
-    if isinstance(obj, type) and issubclass(obj, ModelFamily):
-        try:
-            obj = obj()
-        except Exception as e:  # noqa: BLE001
-            raise ModelError(f"model family {ref!r}: constructing it raised {_exc(e)}") from e
-    if not all(hasattr(obj, a) for a in ("build", "parameters", "presets")):
-        raise UsageError(f"{ref!r} is a {type(obj).__name__}, not a model family (checker.model.ModelFamily); "
-                         f"point --model at a ModelFamily object")
-    return obj
-
-
-def load_family(ref: str | None) -> tuple[Any, str]:
-    """``(family, family_ref)`` for ``--model`` (an entry-point name or
-    ``module:attribute``), or the registered default when ``ref`` is None."""
-    if ref is not None and ":" in ref:
-        modname, _, attr = ref.partition(":")
-        if not modname or not attr:
-            raise UsageError(f"--model {ref!r} must be NAME or module:attribute, e.g. --model tests.toys:FAMILY")
-        obj = import_ref(modname, attr, what=f"--model {ref}", fix=f"check --model {ref}")
-        return _as_family(obj, ref), ref
-    models = registered_models()
-    if ref is None:
-        if not models:
-            raise UsageError(f"no model is registered in the {GROUP!r} entry-point group (is kmc installed? "
-                             f"run pip install -e .); or name one with --model module:attribute")
-        if len(models) == 1:
-            ref = next(iter(models))
-        elif DEFAULT_MODEL in models:
-            ref = DEFAULT_MODEL
-        else:
-            raise UsageError(f"several models are registered ({', '.join(models)}); pick one with --model NAME")
-    if ref not in models:
-        known = ", ".join(models) or "none registered"
-        raise UsageError(f"unknown model {ref!r}{suggest(ref, list(models))} (known: {known}); "
-                         f"pick one with --model NAME or --model module:attribute")
-    ep = models[ref]
-    try:
-        obj = ep.load()
-    except ImportError as e:
-        raise UsageError(f"model {ref!r} is registered as {ep.value} but cannot be imported: {e}; "
-                         f"reinstall kmc (pip install -e .)") from None
-    except Exception as e:  # noqa: BLE001
-        raise ModelError(f"loading model {ref!r} ({ep.value}) raised {_exc(e)}") from e
-    return _as_family(obj, ref), ref
-
-
-def _build(family: Any, config: Mapping[str, Any]) -> Any:
-    try:
-        return family.build(config)
-    except ValueError as e:
-        msg = " ".join(str(e).split()) or "rejected by the model family"
-        fix = "" if ";" in msg else "; change the values with --set key=value"
-        raise UsageError(f"invalid configuration for model {family.name!r}: {msg}{fix}") from None
-    except (UsageError, ModelError):
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise ModelError(f"building model {family.name!r} raised {_exc(e)}") from e
-
 
 def _family_properties(family: Any) -> list[tuple[Property, list[str] | None]]:
     """Every property the family documents, plus any that only some presets declare,
@@ -198,84 +134,7 @@ def _user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | No
                       f"return a bool on every reachable state of the model")
 
 
-def _check_traces_dir(directory: str) -> None:
-    """Fail before the search, not after it, when traces could not be saved."""
-    p = Path(directory)
-    if p.exists():
-        if not p.is_dir():
-            raise UsageError(f"--traces-dir '{directory}' is a file, not a directory; "
-                             f"choose a directory with --traces-dir DIR")
-        if not os.access(p, os.W_OK | os.X_OK):
-            raise UsageError(f"--traces-dir '{directory}' is not writable; choose another with --traces-dir DIR")
-        return
-    parent = p.absolute().parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        what = "is not a directory" if not parent.is_dir() else "is not writable"
-        raise UsageError(f"cannot create --traces-dir '{directory}': '{parent}' {what}; "
-                         f"choose another directory with --traces-dir DIR")
-
-
-def _model_properties(model: Any) -> list[Property]:
-    try:
-        return list(model.properties())
-    except Exception as e:  # noqa: BLE001
-        raise ModelError(f"{model.name}.properties() raised {_exc(e)}") from e
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def _config_line(config: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={_show(v)}" for k, v in config.items()) or "(no parameters)"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _width() -> int:
-    from checker.trace import width
-    return width()
-
-
-def _para(head: str, text: str, indent: int | None = None) -> str:
-    """``head`` + ``text`` wrapped to the output width, continuation lines indented
-    under the text (or by ``indent`` spaces); words are never broken."""
-    cont = " " * (len(head) if indent is None else indent)
-    return textwrap.fill(text, width=_width(), initial_indent=head, subsequent_indent=cont,
-                         break_long_words=False, break_on_hyphens=False) or head.rstrip()
-
-
-def _config_text(head: str, config: Mapping[str, Any]) -> str:
-    """The config as wrapped ``key=value`` pairs (a pair is never split)."""
-    from checker.trace import fill
-    items = [f"{k}={_show(v)}" for k, v in config.items()] or ["(no parameters)"]
-    return "\n".join(fill(head, items, " ", _width(), " " * len(head)))
-
-
 # -------------------------------------------------------------------------- check
-
-def _resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
-    preset = args.preset or (file_cfg.preset if file_cfg else None) or family.default_preset
-    if args.preset is None and file_cfg is not None and file_cfg.preset is not None:
-        try:
-            resolve(family, preset, {})
-        except UsageError as e:
-            raise UsageError(f"{file_cfg.where('preset')}: {e}") from None
-    file_values = file_cfg.values if file_cfg else {}
-    for key, value in file_values.items():  # one at a time, to name the line
-        try:
-            resolve(family, preset, {key: value}, style="toml")
-        except UsageError as e:
-            raise UsageError(f"{file_cfg.where(key)}: {e}") from None
-    overrides = {**file_values, **parse_set(args.set)}
-    return preset, resolve(family, preset, overrides)
-
 
 def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: list[str]) -> UsageError:
     names = known + ["Deadlock"]
@@ -300,7 +159,6 @@ def _violation_lines(v: Any, prop: Property | None) -> list[str]:
     msg = v.message or ""
     why = prop.rationale if prop is not None else ""
     if v.kind == "deadlock" and not why:
-        from checker.trace import DEADLOCK_RATIONALE
         why = DEADLOCK_RATIONALE
     if msg.startswith(v.property + " "):
         msg = msg[len(v.property) + 1:]
@@ -357,10 +215,6 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, check_deadlo
 
 
 def cmd_check(args: argparse.Namespace, command: str) -> int:
-    from checker import bfs
-    from checker.invariants import load_all
-    from checker.result import BOUNDED, OK, VIOLATED
-    from checker.trace import write_trace
 
     out: TextIO = sys.stderr if args.json else sys.stdout
     file_cfg = load_config_file(args.config) if args.config else None
@@ -393,7 +247,6 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             chosen.extend(p for p in props if p.name == name and p not in chosen)
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
-    from checker.liveness import CheckRun
     live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
     engine_props = [p for p in props if p not in live.props]   # the engines check safety only
 
@@ -437,7 +290,6 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     print(f"time: {st.seconds:.2f} s  ({st.states_per_second:,.0f} states/s)  "
           f"peak memory: {st.peak_memory_bytes / 2**20:.1f} MiB", file=out)
     if st.action_counts:
-        from checker.trace import fill
         items = [f"{k}={v}," for k, v in sorted(st.action_counts.items())]
         items[-1] = items[-1].rstrip(",")
         print("\n".join(fill("actions: ", items, " ", _width(), "         ")), file=out)
@@ -548,8 +400,6 @@ def _invariant_paths(recorded: Sequence[str], trace_file: str) -> list[str]:
 
 
 def cmd_replay(args: argparse.Namespace, command: str) -> int:
-    from checker.invariants import load_all
-    from checker.trace import load_trace, render_changes, render_state, replay
 
     trace = load_trace(args.file)
     last = len(trace.steps) - 1
@@ -730,27 +580,6 @@ def _param_range(p: Any) -> str:
 
 # --------------------------------------------------------------------------- main
 
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expects a number >= 0, got {v}")
-    return v
-
-
-def _positive(text: str) -> int:
-    v = _nonneg(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expects a number >= 1, got {v}")
-    return v
-
-
-def _wrap(text: str) -> str:
-    return textwrap.fill(text, width=78)
-
-
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(prog="kmc", allow_abbrev=False, formatter_class=fmt,
@@ -827,17 +656,10 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--model", metavar="NAME|module:attr", help=model_help)
     lst.set_defaults(func=cmd_list)
 
-    from checker import commands
     for module in commands.modules():
         module.register(sub, fmt)
     sub.metavar = "{" + ",".join(sub.choices) + "}"
     return parser
-
-
-def _fail(message: str, command: str, kind: str = "") -> None:
-    sys.stdout.flush()
-    print(f"kmc: {kind}{message} (reproduce: {command})", file=sys.stderr)
-    sys.stderr.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

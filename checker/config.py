@@ -8,6 +8,7 @@ allowed and how to fix it.
 
 ``--set`` values arrive as strings and are coerced to the parameter's type::
 
+    >>> from checker.model import Parameter
     >>> parse_set(["brokers=3", "unclean=yes"])
     {'brokers': '3', 'unclean': 'yes'}
     >>> coerce(Parameter("brokers", 2, "number of brokers", 1, 5), "3")
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from checker.errors import ModelError, UsageError
-from checker.model import Parameter
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")

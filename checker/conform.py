@@ -89,11 +89,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from checker.bfs import replay_path
 from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
+from checker.fingerprint import fingerprint_fn
 from checker.graph import StateGraph, explore  # noqa: F401 - explore: the doctests
 from checker.imports import import_ref
-from checker.model import Action, Model, State
-from checker.trace import ABSENT, _exc, _same, render_changes
+from checker.model import Action, Model, State, plain
+from checker.result import Violation
+from checker.trace import ABSENT, action_from_json, action_to_json, render_changes, same_value, write_trace
 
 __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save", "canonical",
            "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine"]
@@ -108,18 +112,6 @@ KINDS = {
     STATE: "after this step the implementation's state differs from the model's (model -> implementation)",
     EXTRA: "the implementation enables an action the model does not enable here",
 }
-
-
-def plain(state: Any) -> Any:
-    """The default observation of a model state: NamedTuples become dicts by field
-    name, tuples and lists become lists, recursively; scalars stay as they are."""
-    if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return {f: plain(v) for f, v in zip(state._fields, state)}
-    if isinstance(state, (tuple, list)):
-        return [plain(v) for v in state]
-    if isinstance(state, Mapping):
-        return {k: plain(v) for k, v in state.items()}
-    return state
 
 
 class _NotPlain(TypeError):
@@ -161,7 +153,7 @@ def diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
         elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
             for i, (x, y) in enumerate(zip(a, b)):
                 walk(f"{key}[{i}]", x, y)
-        elif not _same(a, b):
+        elif not same_value(a, b):
             out.append((key, a, b))
 
     walk("", before, after)
@@ -340,9 +332,8 @@ class Harness:
 
     @property
     def _fp(self) -> Callable[[State], int]:
-        from checker.bfs import _fingerprint_fn
         if not hasattr(self, "_fp_fn"):
-            self._fp_fn = _fingerprint_fn(self.model)
+            self._fp_fn = fingerprint_fn(self.model)
         return self._fp_fn
 
     # -- the model side: its errors are the model's (ModelError), never a divergence
@@ -556,11 +547,10 @@ def _shrink(harness: Harness, found: Divergence, search_budget: int) -> Divergen
 def _search(harness: Harness, init: State, max_len: int, budget: int, source: str) -> Divergence | None:
     """Breadth-first over model states (the first path to each), replaying each path on
     a fresh implementation: the first that diverges within ``max_len`` steps."""
-    from checker.bfs import _fingerprint_fn
 
     if max_len < 1 or budget < 1:
         return None
-    fp = _fingerprint_fn(harness.model)
+    fp = fingerprint_fn(harness.model)
     seen = {fp(init)}
     frontier: list[tuple[State, tuple]] = [(init, ())]
     runs = 0
@@ -591,9 +581,6 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
     existing file is never overwritten (see checker.trace.write_trace).  For an
     action only the implementation enables, the trace also lists it under ``probe``,
     so that replaying the file asks the implementation about it again."""
-    from checker.bfs import replay_path
-    from checker.result import Violation
-    from checker.trace import action_to_json, write_trace
 
     try:
         path = replay_path(harness.model, d.actions, d.init)
@@ -614,7 +601,6 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
 
 def probe_actions(path: str | Path) -> list[Action]:
     """The actions a saved conformance trace asks the implementation about (``probe``)."""
-    from checker.trace import action_from_json
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         return [action_from_json(a) for a in doc.get("probe", [])]

@@ -9,6 +9,10 @@ raised, a state holds a set, an action is not deterministic).  The message names
 the state and the action so the model author can reproduce it.
 """
 
+from __future__ import annotations
+
+import os
+
 
 class UsageError(Exception):
     """Bad input from the user: exit status 2, one line, no traceback."""
@@ -16,3 +20,19 @@ class UsageError(Exception):
 
 class ModelError(Exception):
     """The model violated the contract of checker.model while being explored."""
+
+
+def describe_exception(e: BaseException) -> str:
+    """``KeyError: 'x' (at spec/model.py:42)``: the exception and the innermost
+    frame it was raised in, for one-line messages about model or user code.
+
+    >>> describe_exception(ValueError("bad"))
+    'ValueError: bad'
+    """
+    tb = e.__traceback__
+    loc = ""
+    while tb is not None:
+        loc = f"{os.path.relpath(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    msg = str(e)
+    return f"{type(e).__name__}{': ' + msg if msg else ''}{' (at ' + loc + ')' if loc else ''}"

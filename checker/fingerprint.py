@@ -13,7 +13,7 @@ included), ints, bools, str and None, and names the first offending value.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Callable
 
 from checker.errors import ModelError
 
@@ -24,6 +24,23 @@ _MASK = (1 << 64) - 1
 def fingerprint(model: Any, state: Any) -> int:
     """The signed 64-bit fingerprint of ``state`` under ``model.encode``."""
     return int.from_bytes(_blake2b(model.encode(state), digest_size=8).digest(), "little", signed=True)
+
+
+def fingerprint_fn(model: Any) -> Callable[[Any], int]:
+    """The fingerprint function of ``model``, one call per state: every engine, the
+    graph builder and conformance use this one, so they agree on every state.
+
+    A model that keeps the default ``encode`` (``repr``, marked ``repr_encoding``)
+    gets a function that skips the method call."""
+    if getattr(getattr(type(model), "encode", None), "repr_encoding", False):
+        def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=repr) -> int:
+            return _f(_b(_r(state).encode(), digest_size=8).digest(), "little", signed=True)
+    else:
+        encode = model.encode
+
+        def fp(state: Any, _b=_blake2b, _f=int.from_bytes) -> int:
+            return _f(_b(encode(state), digest_size=8).digest(), "little", signed=True)
+    return fp
 
 
 def fingerprint_bytes(data: bytes) -> int:

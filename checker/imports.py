@@ -17,6 +17,7 @@ from typing import Any
 
 from checker.config import suggest
 from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
 
 
 def import_ref(modname: str, attr: str, *, what: str, fix: str) -> Any:
@@ -37,7 +38,6 @@ def import_ref(modname: str, attr: str, *, what: str, fix: str) -> Any:
                              f"check the name and PYTHONPATH") from None
         raise UsageError(f"importing {modname!r} for {what} failed: {e}; install what it needs") from None
     except Exception as e:  # noqa: BLE001
-        from checker.trace import _exc
         raise ModelError(f"importing {modname!r} for {what} raised {_exc(e)}") from e
     obj: Any = module
     for part in attr.split("."):

@@ -43,12 +43,14 @@ from shortest paths inside its component.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from checker.errors import ModelError
-from checker.graph import StateGraph
+from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
+from checker.graph import DEFAULT_MAX_STATES, StateGraph, explore
 from checker.model import EVENTUALLY, Action, Model, Property
 from checker.result import Step, Violation
 
@@ -110,7 +112,6 @@ def _call(pred: Callable, state: Any, what: str, node: int, g: StateGraph) -> bo
     try:
         return bool(pred(state))
     except Exception as e:  # noqa: BLE001 - model code
-        from checker.trace import _exc
         raise ModelError(f"{what} raised {_exc(e)} on a state at depth {g.depth[node]}") from e
 
 
@@ -128,7 +129,6 @@ class _Fairness:
             try:
                 f = self.cache[a] = bool(self.model.fair(a))
             except Exception as e:  # noqa: BLE001
-                from checker.trace import _exc
                 raise ModelError(f"{getattr(self.model, 'name', 'model')}.fair({a}) raised {_exc(e)}") from e
         return f
 
@@ -341,8 +341,6 @@ class CheckRun:
 
     def __init__(self, model: Model, props: Sequence[Property], named: Sequence[str], engine: str,
                  max_depth: int | None, max_states: int | None, command: str) -> None:
-        from checker.errors import UsageError
-        from checker.graph import DEFAULT_MAX_STATES
 
         self.model, self.command = model, command
         self.props = [p for p in props if p.kind == EVENTUALLY]
@@ -398,17 +396,13 @@ class CheckRun:
                                 f"{self.limit} (raise --max-states, or name them with --property)")
                 return []
             self._explore()
-        import time
         t = time.perf_counter()
         self.lassos = check_liveness(self.graph, self.model, self.props)
         self.seconds += time.perf_counter() - t
         return [to_violation(v) for v in self.lassos]
 
     def _explore(self) -> None:
-        import time
 
-        from checker.errors import UsageError
-        from checker.graph import explore
 
         t = time.perf_counter()
         try:

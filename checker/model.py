@@ -37,6 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
+from checker.config import resolve
+
 State = Any
 """A state: nested tuples / NamedTuples of int, bool, str and None."""
 
@@ -189,6 +191,8 @@ class Model:
         """Canonical encoding that the fingerprint is computed from."""
         return repr(state).encode()
 
+    encode.repr_encoding = True  # type: ignore[attr-defined]  # checker.fingerprint.fingerprint_fn skips the call
+
     def describe(self, state: State) -> Mapping[str, Any]:
         """A readable, JSON-able view of a state: a flat or nested dict of named
         fields.  Replay diffs it field by field, so name the fields the way a user
@@ -202,10 +206,26 @@ class Model:
     def observe(self, state: State) -> Any:
         """What an implementation must agree with after every step (``kmc conform``):
         plain data (dict / list / int / str / bool / None).  The default is every
-        field of the state (``checker.conform.plain``); a model whose state holds
+        field of the state (:func:`plain`); a model whose state holds
         ghost or bookkeeping fields an implementation cannot have leaves them out."""
-        from checker.conform import plain  # late import: conform depends on this module
         return plain(state)
+
+
+def plain(state: Any) -> Any:
+    """The default observation of a model state (``Model.observe``): NamedTuples
+    become dicts by field name, tuples and lists become lists, recursively;
+    scalars stay as they are.
+
+    >>> plain((1, (True, None)))
+    [1, [True, None]]
+    """
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return {f: plain(v) for f, v in zip(state._fields, state)}
+    if isinstance(state, (tuple, list)):
+        return [plain(v) for v in state]
+    if isinstance(state, Mapping):
+        return {k: plain(v) for k, v in state.items()}
+    return state
 
 
 @dataclass(frozen=True)
@@ -260,5 +280,4 @@ class ModelFamily:
     def property_docs(self) -> Sequence[Property]:
         """Every property the family can declare (some only under some flags),
         for ``kmc list``; defaults to those of the default preset's model."""
-        from checker.config import resolve  # late import: config depends on this module
         return self.build(resolve(self, self.default_preset, {})).properties()

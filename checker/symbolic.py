@@ -69,6 +69,11 @@ from typing import Any, TextIO
 import z3
 
 from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
+from checker.bfs import replay_path
+from checker.config import suggest
+from checker.graph import explore
+from checker.invariants import run_user_file
 from checker.model import Action
 
 __all__ = [
@@ -332,11 +337,6 @@ def _step_violation(inv: SymInvariant, step: _Step) -> z3.BoolRef:
     return z3.Or(parts) if parts else z3.BoolVal(False)
 
 
-def _exc(e: BaseException) -> str:
-    from checker.trace import _exc as fmt
-    return fmt(e)
-
-
 def _solver(timeout_s: float | None) -> z3.Solver:
     s = z3.Solver()
     if timeout_s:
@@ -346,7 +346,6 @@ def _solver(timeout_s: float | None) -> z3.Solver:
 
 def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInvariant]:
     """The model's invariants named in ``names`` (UsageError for an unknown one)."""
-    from checker.config import suggest
     known = {inv.name: inv for inv in model.invariants()}
     out = []
     for n in names:
@@ -365,7 +364,6 @@ def load_lemmas(path: str | os.PathLike, *, existing: Iterable[str] = ()) -> lis
     """Run the Python file at ``path`` and return the lemmas it binds at module level
     (``Name = lemma("Name", lambda f: ..., "why")``), in definition order.  Any problem
     is a one-line ``UsageError`` naming the file."""
-    from checker.invariants import run_user_file
 
     name = str(path)
     module = run_user_file(path, kind="lemmas", flag="--lemmas")
@@ -706,7 +704,6 @@ def to_explicit(explicit_model: Any, actions: Sequence[Action], prop: Any) -> tu
     Returns ``(path, None)`` when the path replays and violates ``prop`` (the two
     encodings agree), else ``(path so far, reason)``.
     """
-    from checker.bfs import replay_path
     try:
         path = replay_path(explicit_model, actions)
     except ModelError as e:
@@ -733,7 +730,6 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
     ModelError when the explicit model breaks the invariant that way but z3 does not
     agree on any such state (a disagreement between the encodings).
     """
-    from checker.graph import explore
     props = {p.name: p for p in explicit_model.properties()}
     prop = props.get(cti.broken)
     if prop is None or cti.initial:

@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
+from checker.config import resolve
+from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
+from checker.liveness import loop_is_fair
 from checker.model import ALWAYS, EVENTUALLY, Action, Model, Property
 
 FORMAT = "kmc-trace"
@@ -138,15 +142,15 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str,
             cb, ca = _children(old, key), _children(new, key)
             for k in _merge_order(list(cb), list(ca)):
                 walk(k, cb.get(k, ABSENT), ca.get(k, ABSENT))
-        elif not _same(old, new):
+        elif not same_value(old, new):
             out.append((key, old, new))
 
     def seq(key: str, old: Sequence[Any], new: Sequence[Any]) -> None:
         # Lists are aligned first, so that one element leaving a sorted list shows as
         # that element removed, not as every later element shifting by one.
         import difflib
-        ka = [json.dumps(_jsonable(x), sort_keys=True) for x in old]
-        kb = [json.dumps(_jsonable(x), sort_keys=True) for x in new]
+        ka = [json.dumps(jsonable(x), sort_keys=True) for x in old]
+        kb = [json.dumps(jsonable(x), sort_keys=True) for x in new]
         for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
             if op == "equal":
                 continue
@@ -163,12 +167,13 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str,
     return out
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as a user reads a diff: a bool is not the int 1, a tuple is the list it prints as."""
     # True == 1 in Python, but a bool turning into an int is a change worth showing.
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if _container(a) or _container(b):
-        return _container(a) and _container(b) and _jsonable(a) == _jsonable(b)
+        return _container(a) and _container(b) and jsonable(a) == jsonable(b)
     return a == b
 
 
@@ -329,19 +334,20 @@ def render_state(view: Mapping[str, Any], indent: str = "  ", width_: int | None
 
 # ------------------------------------------------------------------ JSON helpers
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """``v`` with tuples as lists and mapping keys as strings, what JSON can hold."""
     if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     return repr(v)
 
 
-def _view(described: Any) -> dict[str, Any]:
+def state_view(described: Any) -> dict[str, Any]:
     """describe() output as a JSON-able dict (a non-mapping is wrapped as ``value``)."""
-    v = _jsonable(described)
+    v = jsonable(described)
     return v if isinstance(v, dict) else {"value": v}
 
 
@@ -354,7 +360,7 @@ def _tuplify(v: Any) -> Any:
 def action_to_json(a: Action | None) -> dict[str, Any] | None:
     if a is None:
         return None
-    return {"name": a.name, "args": {str(k): _jsonable(v) for k, v in a.args}}
+    return {"name": a.name, "args": {str(k): jsonable(v) for k, v in a.args}}
 
 
 def action_from_json(d: Mapping[str, Any]) -> Action:
@@ -369,7 +375,6 @@ def _safe(s: str) -> str:
 
 
 def _fp_text(fp: int) -> str:
-    from checker.fingerprint import format_fingerprint
     return format_fingerprint(fp)
 
 
@@ -410,13 +415,13 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
             "index": i,
             "action": action_to_json(st.action),
             "fingerprint": _fp_text(st.fingerprint),
-            "state": _view(model.describe(st.state)),
+            "state": state_view(model.describe(st.state)),
         })
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "model": {"name": model.name, "version": str(model.version), "family": family_ref},
-        "config": _jsonable(dict(config)),
+        "config": jsonable(dict(config)),
         "preset": preset,
         "property": pdoc,
         "engine": engine,
@@ -613,7 +618,6 @@ def load_trace(path: str | Path) -> Trace:
             act = action_from_json(a)
         fp = need(s, "fingerprint", str, w)
         try:
-            from checker.fingerprint import parse_fingerprint
             parse_fingerprint(fp)
         except (ValueError, TypeError, OverflowError):
             raise bad(f"field '{w}fingerprint' is not a fingerprint: {fp!r}",
@@ -688,8 +692,6 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
     Raises ``UsageError`` for a ``stop_at`` out of range or a family that cannot be
     found, ``ModelError`` when the model raises.
     """
-    from checker.config import resolve
-    from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
 
     last = len(trace.steps) - 1
     if stop_at is not None and not 0 <= stop_at <= last:
@@ -726,7 +728,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
 
     def view_of(state: Any, where: str) -> dict[str, Any]:
         try:
-            return _view(model.describe(state))
+            return state_view(model.describe(state))
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"{where}: describe() raised {_exc(e)}") from e
 
@@ -870,7 +872,6 @@ def _recheck_lasso(result: ReplayResult, model: Model, trace: Trace, prop: Prope
     steps, and the loop is weakly fair (or, empty, stutters where no fair action
     is enabled): then the behaviour that repeats the loop for ever is fair and
     never meets the goal again."""
-    from checker.liveness import loop_is_fair
 
     name, k, last = prop.name, trace.loop_start, len(states) - 1
 
@@ -910,14 +911,3 @@ def _recheck_lasso(result: ReplayResult, model: Model, trace: Trace, prop: Prope
     result.property_note = (f"property {name!r} is still violated: its goal fails from step {first} on"
                             f"{' (where its trigger holds)' if prop.trigger is not None else ''} and "
                             f"the lasso ends in {loop}")
-
-
-def _exc(e: BaseException) -> str:
-    """``KeyError: 'x' (at spec/model.py:42)`` from the innermost frame of ``e``."""
-    tb = e.__traceback__
-    loc = ""
-    while tb is not None:
-        loc = f"{os.path.relpath(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    msg = str(e)
-    return f"{type(e).__name__}{': ' + msg if msg else ''}{' (at ' + loc + ')' if loc else ''}"

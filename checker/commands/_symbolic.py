@@ -11,26 +11,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from checker.cmdline import config_text, load_family, para, positive, resolve_config
 from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
 
 
 def add_config_options(p: argparse.ArgumentParser) -> None:
-    from checker.cli import _positive
     p.add_argument("--model", metavar="NAME|module:attr",
                    help="model family (default: the registered model, 'kafka' if there are several)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
     p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset = \"...\" and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable; applied after the preset and --config)")
-    p.add_argument("--brokers", metavar="N", type=_positive, help="number of brokers (the same as --set brokers=N)")
-    p.add_argument("--timeout", metavar="SECONDS", type=_positive,
+    p.add_argument("--brokers", metavar="N", type=positive, help="number of brokers (the same as --set brokers=N)")
+    p.add_argument("--timeout", metavar="SECONDS", type=positive,
                    help="give z3 at most this long per query (default: no limit)")
     p.add_argument("--quiet", action="store_true", help="no header and no progress lines")
 
 
 def load(args: argparse.Namespace) -> tuple[Any, str, str, dict, bool, Any]:
     """``(family, family_ref, preset, config, custom, symbolic model)`` for the options."""
-    from checker.cli import _resolve_config, load_family
     from checker.config import load_config_file, parse_set, resolve
 
     file_cfg = load_config_file(args.config) if args.config else None
@@ -42,7 +42,7 @@ def load(args: argparse.Namespace) -> tuple[Any, str, str, dict, bool, Any]:
     if symbolic is None:
         raise UsageError(f"model family {family.name!r} has no symbolic encoding (no symbolic(config) method); "
                          f"use kmc check for it")
-    preset, config = _resolve_config(args, family, file_cfg)
+    preset, config = resolve_config(args, family, file_cfg)
     custom = config != resolve(family, preset, {})
     try:
         sym = symbolic(config)
@@ -53,16 +53,14 @@ def load(args: argparse.Namespace) -> tuple[Any, str, str, dict, bool, Any]:
     except (UsageError, ModelError):
         raise
     except Exception as e:
-        from checker.cli import _exc
         raise ModelError(f"{family.name}.symbolic(config) raised {_exc(e)}") from e
     return family, family_ref, preset, config, custom, sym
 
 
 def header(cmd: str, sym: Any, family_ref: str, preset: str, custom: bool, config: dict, out: Any) -> None:
-    from checker.cli import _config_text, _para
     print(f"kmc {cmd}: {sym.name} (family {family_ref}), preset {preset}{' with overrides' if custom else ''}",
           file=out)
-    print(_config_text("config: ", config), file=out)
+    print(config_text("config: ", config), file=out)
     if sym.coverage():
-        print(_para("encodes: ", sym.coverage()), file=out)
+        print(para("encodes: ", sym.coverage()), file=out)
     out.flush()

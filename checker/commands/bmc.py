@@ -21,6 +21,9 @@ import shlex
 import sys
 from typing import Any
 
+from checker.cmdline import (
+    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, positive, wrap,
+)
 from checker.errors import ModelError, UsageError
 
 EPILOG = """exit status:
@@ -34,17 +37,16 @@ EPILOG = """exit status:
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import _positive, _wrap
     from checker.commands._symbolic import add_config_options
 
     p = sub.add_parser(
         "bmc", help="bounded model checking with z3: look for a violation within K steps",
         allow_abbrev=False, formatter_class=fmt, epilog=EPILOG,
-        description=_wrap("Unroll the family's symbolic encoding K steps and ask z3 for a violation, depth by "
+        description=wrap("Unroll the family's symbolic encoding K steps and ask z3 for a violation, depth by "
                           "depth (so the first one found is a shortest one). A violation is replayed on the "
                           "explicit model and saved as an ordinary trace; if it does not replay, the two "
                           "encodings disagree (exit 3)."))
-    p.add_argument("--steps", metavar="K", type=_positive, required=True, help="unroll at most K steps")
+    p.add_argument("--steps", metavar="K", type=positive, required=True, help="unroll at most K steps")
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; default: every property with a symbolic encoding)")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
@@ -54,24 +56,16 @@ def register(sub: Any, fmt: Any) -> None:
 
 
 def cmd_bmc(args: argparse.Namespace, command: str) -> int:
-    from checker.cli import (
-        EXIT_FAIL,
-        EXIT_OK,
-        _build,
-        _check_traces_dir,
-        _fail,
-        _model_properties,
-    )
     from checker.commands._symbolic import header, load
     from checker.result import Step, Violation
     from checker.symbolic import bmc, select_invariants, to_explicit
     from checker.trace import write_trace
 
     out = sys.stdout
-    _check_traces_dir(args.traces_dir)
+    check_traces_dir(args.traces_dir)
     family, family_ref, preset, config, custom, sym = load(args)
-    model = _build(family, config)
-    explicit = {p.name: p for p in _model_properties(model)}
+    model = build_model(family, config)
+    explicit = {p.name: p for p in model_properties(model)}
     encoded = [inv.name for inv in sym.invariants()]
     if args.property:
         names = list(dict.fromkeys(args.property))
@@ -90,7 +84,7 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
     res = bmc(sym, args.steps, names, progress=None if args.quiet else sys.stderr, timeout=args.timeout)
     if res.unknown is not None:
         print(f"UNKNOWN: z3 could not decide ({res.unknown})", file=out)
-        _fail(f"bmc gave up at {res.unknown}; raise --timeout or lower --steps", command)
+        fail(f"bmc gave up at {res.unknown}; raise --timeout or lower --steps", command)
         return EXIT_FAIL
     v = res.violation
     if v is None:
@@ -121,5 +115,5 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
     print(f"VIOLATED: {v.property}", file=out)
     print(f"  trace: {len(path)} states, {len(path) - 1} actions, saved to {trace}", file=out)
     print(f"  replay it: kmc replay {shlex.quote(str(trace))}", file=out)
-    _fail(f"property violated: {v.property}; replay the trace with kmc replay {shlex.quote(str(trace))}", command)
+    fail(f"property violated: {v.property}; replay the trace with kmc replay {shlex.quote(str(trace))}", command)
     return EXIT_FAIL

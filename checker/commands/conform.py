@@ -19,7 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, fail, load_family, nonneg,
+    positive, wrap,
+)
 from checker.errors import UsageError
+from checker.errors import describe_exception as _exc
 
 DEFAULT_DEPTH = 50
 PROGRESS_SECONDS = 2.0
@@ -27,13 +32,12 @@ EXACT_BOUND_EDGES = 20_000      # beyond this, the min-cost flow takes longer th
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _nonneg, _positive, _wrap
     from checker.graph import DEFAULT_MAX_STATES
 
     p = sub.add_parser(
         "conform", help="replay traces against the model's implementation, comparing states step by step",
         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-        description=_wrap("Drive the model and its implementation (the family's implementation adapter) with "
+        description=wrap("Drive the model and its implementation (the family's implementation adapter) with "
                           "the same actions: each action must be enabled in both, and after each step the "
                           "implementation's observed state must equal the model's. TRACE files are replayed as "
                           "recorded; --preset P replays a covering set of P's state graph (every transition at "
@@ -47,14 +51,14 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--preset", metavar="P", help="generate the corpus from this preset's state graph")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter of --preset (repeatable)")
-    p.add_argument("--walks", metavar="N", type=_nonneg, default=0,
+    p.add_argument("--walks", metavar="N", type=nonneg, default=0,
                    help="also run N random walks (Hypothesis, derandomized) on the preset's configuration")
-    p.add_argument("--depth", metavar="D", type=_positive, default=DEFAULT_DEPTH,
+    p.add_argument("--depth", metavar="D", type=positive, default=DEFAULT_DEPTH,
                    help=f"steps per random walk, at most (default {DEFAULT_DEPTH})")
     p.add_argument("--known", metavar="DIR", default="traces/known",
                    help="with --preset, also replay the traces in DIR recorded with the same configuration "
                         "(default: traces/known; a missing directory is skipped)")
-    p.add_argument("--max-states", metavar="N", type=_positive, default=DEFAULT_MAX_STATES,
+    p.add_argument("--max-states", metavar="N", type=positive, default=DEFAULT_MAX_STATES,
                    help=f"no covering set for a state graph larger than N states (default {DEFAULT_MAX_STATES}): "
                         f"an error, or with --walks the walks alone")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
@@ -81,7 +85,6 @@ class _Progress:
 
 def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
     """Everything needed to replay one trace file; bad input raises UsageError."""
-    from checker.cli import _build, load_family
     from checker.config import resolve
     from checker.conform import load_implementation, probe_actions
     from checker.trace import load_trace
@@ -97,12 +100,11 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
         config = resolve(family, None, trace.config)
     except UsageError as e:
         raise UsageError(f"trace file '{path}': its config no longer fits model family {ref!r}: {e}") from None
-    return {"trace": trace, "family": family, "ref": ref, "config": config, "model": _build(family, config),
+    return {"trace": trace, "family": family, "ref": ref, "config": config, "model": build_model(family, config),
             "impl": load_implementation(family, ref), "probe": probe_actions(path)}
 
 
 def cmd_conform(args: argparse.Namespace, command: str) -> int:
-    from checker.cli import EXIT_OK, _check_traces_dir
 
     if not args.traces and not args.preset:
         raise UsageError("nothing to replay: name trace files (kmc conform TRACE...) or a preset "
@@ -111,7 +113,7 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         for flag, given in (("--set", args.set), ("--walks", args.walks)):
             if given:
                 raise UsageError(f"{flag} needs --preset P (a trace carries its own configuration)")
-    _check_traces_dir(args.traces_dir)
+    check_traces_dir(args.traces_dir)
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
     progress = _Progress(args.quiet)
     status = EXIT_OK
@@ -123,7 +125,6 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
 
 
 def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, command: str, progress: _Progress) -> int:
-    from checker.cli import EXIT_FAIL, EXIT_OK, _fail
     from checker.conform import Harness, NotInModel
     from checker.fingerprint import fingerprint, format_fingerprint
 
@@ -134,13 +135,13 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     n = len(actions)
     if init is None:
         print(f"{path}: the recorded initial state is not an initial state of the model, which has several")
-        _fail(f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
+        fail(f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
         return EXIT_FAIL
     try:
         states = harness.model_path(actions, init)
     except NotInModel as e:
         print(f"{path}: {e}")
-        _fail(f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
+        fail(f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
         return EXIT_FAIL
     stale = next((i for i, (s, rec) in enumerate(zip(states, trace.steps))
                   if format_fingerprint(fingerprint(model, s)).lower() != rec.fingerprint), None)
@@ -167,7 +168,6 @@ def _initial(model: Any, trace: Any) -> Any:
     try:
         inits = list(model.init_states())
     except Exception as e:  # noqa: BLE001
-        from checker.trace import _exc
         raise ModelError(f"init_states() raised {_exc(e)}") from e
     want = trace.steps[0].fingerprint
     found = next((s for s in inits if format_fingerprint(fingerprint(model, s)).lower() == want), None)
@@ -178,7 +178,6 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
             label: str, given: tuple | None = None) -> int:
     """Shrink ``d``, save the shrunk path (unless the trace file ``given`` already holds
     it, and the action it probes if any), print the report and the one-line failure."""
-    from checker.cli import EXIT_FAIL, _fail
     from checker.conform import EXTRA, save, shrink
 
     if not args.quiet:
@@ -195,13 +194,12 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     print()
     print(small.render())
     print()
-    _fail(f"the implementation {small.original.summary}; shrunk to {len(small.actions)} "
+    fail(f"the implementation {small.original.summary}; shrunk to {len(small.actions)} "
           f"step{'s' if len(small.actions) != 1 else ''} in {path}; replay it with {small.command}", command)
     return EXIT_FAIL
 
 
 def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress) -> int:
-    from checker.cli import EXIT_FAIL, EXIT_OK, _build, _config_text, _fail, load_family
     from checker.config import parse_set, resolve
     from checker.conform import (
         Harness, NotInModel, covering_set, fewest_steps, load_implementation, random_walks,
@@ -211,12 +209,12 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
     family, ref = load_family(args.model)
     config = resolve(family, args.preset, parse_set(args.set))
     custom = config != resolve(family, args.preset, {})
-    model = _build(family, config)
+    model = build_model(family, config)
     impl = load_implementation(family, ref)
     label = f"{args.preset}-custom" if custom else args.preset
     print(f"kmc conform: model {model.name} {model.version} (family {ref}), preset {args.preset}"
           f"{' with overrides' if custom else ''}; implementation {family.implementation}")
-    print(_config_text("config: ", config))
+    print(config_text("config: ", config))
     ignored = dict(getattr(impl, "ignored", {}) or {})
     if ignored:
         print("not compared (the implementation's fields the projection leaves out):")
@@ -265,7 +263,7 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             d = harness.run(acts, init, source=source)
         except NotInModel as e:
             print(f"{source}: {e}")
-            _fail(f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
+            fail(f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
             return EXIT_FAIL
         if d is not None:
             print(f"divergence in {source}; stopped at the first divergence ({i} of {len(corpus)} traces conform)")

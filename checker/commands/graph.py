@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from checker.cmdline import EXIT_CODES, EXIT_OK, build_model, load_family, positive, resolve_config, wrap
 from checker.errors import UsageError
 
 LIMITS = {"dot": 2000, "graphml": 50_000}
@@ -32,12 +33,11 @@ WHY = {
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _positive, _wrap
 
     p = sub.add_parser(
         "graph", help="export the explored state graph of a small configuration (GraphML or DOT)",
         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-        description=_wrap("Explore every reachable state of a small configuration, keeping every transition, "
+        description=wrap("Explore every reachable state of a small configuration, keeping every transition, "
                           "and write the graph: nodes labelled with the fields that differ from the initial "
                           "state (GraphML also stores the whole state), edges with their actions, initial "
                           "states marked (DOT: double border; unfair actions dashed). Refuses a graph too "
@@ -51,7 +51,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--format", required=True, choices=sorted(LIMITS), help="graphml or dot")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--max-states", metavar="N", type=_positive,
+    p.add_argument("--max-states", metavar="N", type=positive,
                    help="refuse a graph of more than N states (default: the format's limit)")
     p.set_defaults(func=cmd_graph)
 
@@ -94,9 +94,9 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
 
     import networkx as nx
 
-    from checker.cli import EXIT_OK, _build, _resolve_config, load_family
     from checker.config import load_config_file, parse_set
-    from checker.graph import explore, labelled, write_dot
+    from checker.graph import explore
+    from checker.graphview import labelled, write_dot
 
     fmt = args.format
     file_cfg = load_config_file(args.config) if args.config else None
@@ -104,8 +104,8 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     if args.output:
         _check_output(args.output, args.force)
     family, _ref = load_family(args.model or (file_cfg.model if file_cfg else None))
-    preset, config = _resolve_config(args, family, file_cfg)
-    model = _build(family, config)
+    preset, config = resolve_config(args, family, file_cfg)
+    model = build_model(family, config)
     limit = args.max_states or LIMITS[fmt]
     try:
         g = explore(model, max_states=limit)

@@ -24,6 +24,7 @@ import shlex
 import sys
 from typing import Any
 
+from checker.cmdline import EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, positive, wrap
 from checker.errors import UsageError
 
 EPILOG = """exit status:
@@ -37,13 +38,12 @@ EPILOG = """exit status:
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import _positive, _wrap
     from checker.commands._symbolic import add_config_options
 
     p = sub.add_parser(
         "prove", help="prove invariants inductive with z3 (for any number of steps)",
         allow_abbrev=False, formatter_class=fmt, epilog=EPILOG,
-        description=_wrap("Check with z3 that every action preserves the named invariants (together with "
+        description=wrap("Check with z3 that every action preserves the named invariants (together with "
                           "TypeOK and any --lemmas) from every state that satisfies them, and that the initial "
                           "states satisfy them. A failure prints the counterexample to induction: the state "
                           "before, the action and what it changed. Needs a model family with a symbolic "
@@ -57,7 +57,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--confirm", action="store_true",
                    help="on a CTI, search the explicit model's reachable states for one where the same action "
                         "breaks the same invariant, and save the path to it as a trace (small configurations)")
-    p.add_argument("--max-states", metavar="N", type=_positive, default=200_000,
+    p.add_argument("--max-states", metavar="N", type=positive, default=200_000,
                    help="with --confirm, refuse an explicit state graph larger than N states (default 200000)")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where --confirm saves the trace (default: traces/)")
@@ -66,14 +66,13 @@ def register(sub: Any, fmt: Any) -> None:
 
 
 def cmd_prove(args: argparse.Namespace, command: str) -> int:
-    from checker.cli import EXIT_FAIL, EXIT_OK, _check_traces_dir, _fail, _para
     from checker.commands._symbolic import header, load
     from checker.symbolic import TYPE_OK, load_lemmas, prove, select_invariants
     from checker.trace import diff, render_changes, render_state
 
     out = sys.stdout
     if args.confirm:
-        _check_traces_dir(args.traces_dir)
+        check_traces_dir(args.traces_dir)
     family, family_ref, preset, config, custom, sym = load(args)
     names = list(dict.fromkeys(args.invariant))
     select_invariants(sym, names)  # an unknown name is bad input before any work
@@ -100,14 +99,14 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
         return EXIT_OK
     if res.unknown is not None:
         print(f"UNKNOWN: z3 could not decide ({res.unknown})", file=out)
-        _fail(f"not proved: z3 gave up ({res.unknown}); raise --timeout or simplify the lemmas", command)
+        fail(f"not proved: z3 gave up ({res.unknown}); raise --timeout or simplify the lemmas", command)
         return EXIT_FAIL
     cti = res.cti
     assert cti is not None
     if cti.initial:
         print(f"NOT PROVED: {cti.broken} does not hold in the initial state:", file=out)
         print("\n".join(render_state(cti.before)), file=out)
-        _fail(f"{cti.broken} is false initially", command)
+        fail(f"{cti.broken} is false initially", command)
         return EXIT_FAIL
     what = "the step invariant" if cti.broken in names and cti.broken not in res.conjuncts else ""
     print(f"NOT INDUCTIVE: {what + ' ' if what else ''}{cti.broken} is broken by {cti.action.name} from a state "
@@ -118,13 +117,13 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     print(f"action: {'; '.join(str(a) for a in cti.explicit)}", file=out)
     print("what it changes:", file=out)
     print("\n".join(render_changes(diff(cti.before, cti.after), indent="  ")), file=out)
-    print(_para("", "This state may be unreachable: then the invariants are true but too weak to prove "
+    print(para("", "This state may be unreachable: then the invariants are true but too weak to prove "
                 "alone; add a lemma (--lemmas) that rules it out. --confirm looks for a reachable state "
                 "where the same action breaks it (small configurations)."), file=out)
     if args.confirm:
         _confirm(args, command, family_ref, family, preset, config, custom, sym, names, lemmas, cti, out)
     why = f"{cti.broken} is not inductive{' with ' + together if together else ''}: {cti.action.name} breaks it"
-    _fail(why, command)
+    fail(why, command)
     return EXIT_FAIL
 
 
@@ -144,12 +143,11 @@ def _check_lemma(lem: Any, path: str, frame: Any) -> None:
 
 
 def _confirm(args, command, family_ref, family, preset, config, custom, sym, names, lemmas, cti, out) -> None:
-    from checker.cli import _build
     from checker.result import Step, Violation
     from checker.symbolic import confirm_cti
     from checker.trace import write_trace
 
-    model = _build(family, config)
+    model = build_model(family, config)
     print(f"confirm: exploring the explicit model for a reachable state where {cti.action.name} breaks "
           f"{cti.broken} ...", file=out, flush=True)
     try:

@@ -52,7 +52,7 @@ import numpy as np
 
 from checker import bfs
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import format_fingerprint
+from checker.fingerprint import fingerprint_fn, format_fingerprint
 from checker.model import ALWAYS, SOMETIMES, Model, Property
 from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
 from checker.spark import tasks
@@ -169,9 +169,9 @@ class _Run:
         self.progress = progress
         # checker.bfs's search object: validates the properties, runs the initial
         # states, words every message; it never runs the main loop here.
-        self.search = bfs._Search(model, props, max_depth, max_states, keep_going, check_deadlock, None, interval)
+        self.search = bfs.Search(model, props, max_depth, max_states, keep_going, check_deadlock, None, interval)
         self.index = {p.name: i for i, p in enumerate(props)}
-        self.fp = bfs._fingerprint_fn(model)
+        self.fp = fingerprint_fn(model)
         self.levels: list[dict] = []
         self.job_seconds = 0.0
         self.exec_rss = 0
@@ -271,7 +271,7 @@ class _Run:
         self.sample_left = bfs.SAMPLE_SIZE
         try:
             frontier = s._initial()
-        except bfs._Stop:
+        except bfs.StopSearch:
             self.cut, self.stopped = s.cut, s.stopped
             self.distinct = len(s.visited)
             self.found = list(s.found)
@@ -645,7 +645,7 @@ class _Run:
             depth=depth,
             seconds=seconds,
             states_per_second=self.distinct / seconds if seconds > 0 else 0.0,
-            peak_memory_bytes=bfs._peak_memory(),
+            peak_memory_bytes=bfs.peak_memory(),
             action_counts=dict(self.counts),
             witnesses=dict(self.witnesses),
             complete=complete,

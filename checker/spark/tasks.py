@@ -128,14 +128,14 @@ class Context:
     def __init__(self, payload: bytes) -> None:
         from pyspark import cloudpickle
 
-        from checker.bfs import _Search
+        from checker.bfs import Search
         model, props, check_deadlock = cloudpickle.loads(payload)
         self.model: Model = model
         self.props = list(props)
         self.check_deadlock = check_deadlock
         # checker.bfs's own search object, used for its contract checks and its error
         # messages only, so that both engines word every failure the same way.
-        self.search = _Search(model, self.props, None, None, True, check_deadlock, None, 2.0)
+        self.search = Search(model, self.props, None, None, True, check_deadlock, None, 2.0)
         t = type(model)
         self.within = None if getattr(t, "within_boundary", None) is Model.within_boundary else model.within_boundary
         self.encode = None if getattr(t, "encode", None) is Model.encode else model.encode

@@ -1,0 +1,213 @@
+"""What every ``kmc`` command shares: exit codes, argument types, finding a model
+family and building its model, the configuration, wrapped output and the one-line
+failure report.
+
+It sits below :mod:`checker.cli` and the command modules of
+:mod:`checker.commands`, which all import from here; it imports no command.
+
+>>> count(1, "state"), count(2, "state")
+('1 state', '2 states')
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Mapping
+
+from checker.config import parse_set, resolve, suggest
+from checker.errors import ModelError, UsageError
+from checker.errors import describe_exception as _exc
+from checker.imports import import_ref
+from checker.model import ModelFamily, Property
+from checker.trace import fill
+from checker.trace import width as terminal_width
+
+GROUP = "kmc.models"
+DEFAULT_MODEL = "kafka"
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_MODEL, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+EXIT_CODES = """\
+exit status:
+  0    success (check: no violation, exhaustive or within the bounds;
+       replay: the trace fits the model and still shows its violation)
+  1    a property is violated and a trace was saved (check), or the trace
+       no longer fits the model / no longer violates its property (replay)
+  2    bad input: unknown preset, key, property or model, a value out of
+       range, a malformed config or trace file, a bad flag
+  3    the model broke its contract (e.g. next_state raised, a state holds a set)
+  4    internal error of kmc (KMC_DEBUG=1 shows the traceback)
+  130  interrupted"""
+
+
+def registered_models() -> dict[str, importlib.metadata.EntryPoint]:
+    eps = importlib.metadata.entry_points(group=GROUP)
+    return {ep.name: ep for ep in sorted(eps, key=lambda e: e.name)}
+
+
+def as_family(obj: Any, ref: str) -> Any:
+    if isinstance(obj, type) and issubclass(obj, ModelFamily):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"model family {ref!r}: constructing it raised {_exc(e)}") from e
+    if not all(hasattr(obj, a) for a in ("build", "parameters", "presets")):
+        raise UsageError(f"{ref!r} is a {type(obj).__name__}, not a model family (checker.model.ModelFamily); "
+                         f"point --model at a ModelFamily object")
+    return obj
+
+
+def load_family(ref: str | None) -> tuple[Any, str]:
+    """``(family, family_ref)`` for ``--model`` (an entry-point name or
+    ``module:attribute``), or the registered default when ``ref`` is None."""
+    if ref is not None and ":" in ref:
+        modname, _, attr = ref.partition(":")
+        if not modname or not attr:
+            raise UsageError(f"--model {ref!r} must be NAME or module:attribute, e.g. --model tests.toys:FAMILY")
+        obj = import_ref(modname, attr, what=f"--model {ref}", fix=f"check --model {ref}")
+        return as_family(obj, ref), ref
+    models = registered_models()
+    if ref is None:
+        if not models:
+            raise UsageError(f"no model is registered in the {GROUP!r} entry-point group (is kmc installed? "
+                             f"run pip install -e .); or name one with --model module:attribute")
+        if len(models) == 1:
+            ref = next(iter(models))
+        elif DEFAULT_MODEL in models:
+            ref = DEFAULT_MODEL
+        else:
+            raise UsageError(f"several models are registered ({', '.join(models)}); pick one with --model NAME")
+    if ref not in models:
+        known = ", ".join(models) or "none registered"
+        raise UsageError(f"unknown model {ref!r}{suggest(ref, list(models))} (known: {known}); "
+                         f"pick one with --model NAME or --model module:attribute")
+    ep = models[ref]
+    try:
+        obj = ep.load()
+    except ImportError as e:
+        raise UsageError(f"model {ref!r} is registered as {ep.value} but cannot be imported: {e}; "
+                         f"reinstall kmc (pip install -e .)") from None
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"loading model {ref!r} ({ep.value}) raised {_exc(e)}") from e
+    return as_family(obj, ref), ref
+
+
+def build_model(family: Any, config: Mapping[str, Any]) -> Any:
+    try:
+        return family.build(config)
+    except ValueError as e:
+        msg = " ".join(str(e).split()) or "rejected by the model family"
+        fix = "" if ";" in msg else "; change the values with --set key=value"
+        raise UsageError(f"invalid configuration for model {family.name!r}: {msg}{fix}") from None
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"building model {family.name!r} raised {_exc(e)}") from e
+
+
+def check_traces_dir(directory: str) -> None:
+    """Fail before the search, not after it, when traces could not be saved."""
+    p = Path(directory)
+    if p.exists():
+        if not p.is_dir():
+            raise UsageError(f"--traces-dir '{directory}' is a file, not a directory; "
+                             f"choose a directory with --traces-dir DIR")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise UsageError(f"--traces-dir '{directory}' is not writable; choose another with --traces-dir DIR")
+        return
+    parent = p.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        what = "is not a directory" if not parent.is_dir() else "is not writable"
+        raise UsageError(f"cannot create --traces-dir '{directory}': '{parent}' {what}; "
+                         f"choose another directory with --traces-dir DIR")
+
+
+def model_properties(model: Any) -> list[Property]:
+    try:
+        return list(model.properties())
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{model.name}.properties() raised {_exc(e)}") from e
+
+
+def show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def config_line(config: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={show(v)}" for k, v in config.items()) or "(no parameters)"
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def width() -> int:
+    """The output width: the terminal's, or $COLUMNS, between 60 and 100 (trace.width)."""
+    return terminal_width()
+
+
+def para(head: str, text: str, indent: int | None = None) -> str:
+    """``head`` + ``text`` wrapped to the output width, continuation lines indented
+    under the text (or by ``indent`` spaces); words are never broken."""
+    cont = " " * (len(head) if indent is None else indent)
+    return textwrap.fill(text, width=width(), initial_indent=head, subsequent_indent=cont,
+                         break_long_words=False, break_on_hyphens=False) or head.rstrip()
+
+
+def config_text(head: str, config: Mapping[str, Any]) -> str:
+    """The config as wrapped ``key=value`` pairs (a pair is never split)."""
+    items = [f"{k}={show(v)}" for k, v in config.items()] or ["(no parameters)"]
+    return "\n".join(fill(head, items, " ", width(), " " * len(head)))
+
+
+def resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
+    preset = args.preset or (file_cfg.preset if file_cfg else None) or family.default_preset
+    if args.preset is None and file_cfg is not None and file_cfg.preset is not None:
+        try:
+            resolve(family, preset, {})
+        except UsageError as e:
+            raise UsageError(f"{file_cfg.where('preset')}: {e}") from None
+    file_values = file_cfg.values if file_cfg else {}
+    for key, value in file_values.items():  # one at a time, to name the line
+        try:
+            resolve(family, preset, {key: value}, style="toml")
+        except UsageError as e:
+            raise UsageError(f"{file_cfg.where(key)}: {e}") from None
+    overrides = {**file_values, **parse_set(args.set)}
+    return preset, resolve(family, preset, overrides)
+
+
+def nonneg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expects a number >= 0, got {v}")
+    return v
+
+
+def positive(text: str) -> int:
+    v = nonneg(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expects a number >= 1, got {v}")
+    return v
+
+
+def wrap(text: str) -> str:
+    return textwrap.fill(text, width=78)
+
+
+def fail(message: str, command: str, kind: str = "") -> None:
+    sys.stdout.flush()
+    print(f"kmc: {kind}{message} (reproduce: {command})", file=sys.stderr)
+    sys.stderr.flush()
