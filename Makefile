@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench java clean
+.PHONY: run test bench java zookeeper clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kmc needs Python >= 3.11; set PYTHON=/path/to/python3.11 and re-run make")'
@@ -17,10 +17,14 @@ $(STAMP): pyproject.toml
 java:
 	@bash scripts/ensure-java
 
+# The cluster tests run a real ZooKeeper ensemble (Debian's zookeeper package).
+zookeeper: java
+	@bash scripts/ensure-zookeeper
+
 run: $(STAMP) java
 	$(BIN)/kmc check --preset default --engine spark
 
-test: $(STAMP) java
+test: $(STAMP) java zookeeper
 	$(BIN)/python -m pytest -m "" --doctest-modules checker spec impl tests
 
 bench: $(STAMP)

@@ -4,8 +4,9 @@ The interface (``CoordinationStore``) is what a Kafka broker needs from ZooKeepe
 nothing a real ensemble cannot do: sessions, persistent / ephemeral / sequential
 znodes, a version per znode with conditional ``set_data`` / ``delete``, ``multi``
 transactions with ``check`` ops, and one-shot watches delivered to the session that
-set them.  ``InMemoryStore`` implements it in one process; a later issue puts the
-same interface on a real ZooKeeper (kazoo maps one to one).
+set them.  ``InMemoryStore`` implements it in one process; ``impl.zkstore.ZooKeeperStore``
+puts the same interface on a real ensemble (kazoo maps one to one), and
+tests/test_zk_contract.py runs one contract against both.
 
 Two operations are not client operations and are marked so: ``expire_session`` is the
 server expiring a session (what a GC pause or a partition does to a real client), and
@@ -184,6 +185,7 @@ class _Node:
     cversion: int = 0
     ephemeral_owner: int = 0
     children: set = field(default_factory=set)
+    created_children: int = 0     # the next sequential suffix: children ever created here
 
     def stat(self) -> Stat:
         return Stat(self.czxid, self.mzxid, self.version, self.cversion, self.ephemeral_owner,
@@ -203,8 +205,8 @@ def _check_path(path: str) -> None:
 class InMemoryStore(CoordinationStore):
     """A single-server ZooKeeper: a tree of znodes, a global zxid, sessions.
 
-    Deterministic: session ids and zxids count up from 1; a sequential suffix is the
-    parent's children version, as in ZooKeeper; watch notifications are queued per session
+    Deterministic: session ids and zxids count up from 1; a sequential suffix counts
+    the children ever created under the parent, as in ZooKeeper 3.8; watch notifications are queued per session
     in the order the server fired them.
     """
 
@@ -369,13 +371,15 @@ class InMemoryStore(CoordinationStore):
             parent = self._nodes[_parent(op.path)]
             path = op.path
             if op.sequential:
-                # ZooKeeper's sequence number is the parent's children version at the create
-                path = f"{op.path}{parent.cversion:010d}"
+                # ZooKeeper 3.8's sequence number counts the children ever created under
+                # the parent (a delete bumps cversion, not the sequence: tests/test_zk_contract.py)
+                path = f"{op.path}{parent.created_children:010d}"
             self._nodes[path] = _Node(bytes(op.data), z, z, ephemeral_owner=session if op.ephemeral else 0)
             if op.ephemeral:
                 self._ephemerals[session].add(path)
             parent.children.add(path.rsplit("/", 1)[1])
             parent.cversion += 1
+            parent.created_children += 1
             self._fire(self._data_watches, path, "NodeCreated")
             self._fire(self._child_watches, _parent(path), "NodeChildrenChanged")
             return path
