@@ -1,0 +1,166 @@
+"""Every command shown in the README and docs/ is run, so the manual cannot drift.
+
+The checked list below names each command with how long it takes: ``fast`` ones run in
+the default suite, ``slow`` and ``spark`` ones under their markers (``make test`` runs
+them all).  A command shown in the docs and missing here fails, and so does a command
+listed here that no page shows any more.  ``console`` blocks also have their output
+compared (tests/docs_blocks.py says how); ``sh`` blocks have their exit status checked.
+
+Each block runs in a scratch directory holding copies of ``examples/`` and
+``traces/known/``, with ``kmc`` on the PATH, so a command that writes a trace or a
+file writes it there.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from docs_blocks import ROOT, RUN_LANGS, SHOWN_LANGS, Block, blocks, doc_files, mismatch
+
+
+@dataclass(frozen=True)
+class Entry:
+    speed: str                     # fast | slow | spark | never
+    status: int = 0                # the exit status of an ``sh`` command
+    needs: tuple[str, ...] = ()    # commands to run first, in the same directory
+    why: str = ""                  # for ``never``: why no test can run it
+
+
+ZOMBIE = "kmc check --preset zombie"
+
+COMMANDS: dict[str, Entry] = {
+    "make run": Entry("spark"),
+    "make test": Entry("never", why="it is the whole suite, this test included; CI runs it"),
+    "kmc check --preset tiny": Entry("fast"),
+    ZOMBIE: Entry("fast", status=1),
+    "kmc replay traces/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast", needs=(ZOMBIE,)),
+    "kmc check --preset tiny --invariants examples/invariants.py --continue": Entry("fast", status=1),
+    "kmc check --config examples/config.toml --set brokers=3": Entry("fast", status=1),
+    "kmc check --preset small --invariants examples/invariants.py --continue": Entry("slow", status=1),
+    "kmc replay traces/known/ControllerEpochFencing-zombie-86b9dc15.json --step 2": Entry("fast"),
+    "kmc list presets": Entry("fast"),
+    "kmc graph --preset tiny --format graphml -o tiny.graphml": Entry("fast"),
+    "kmc prove --brokers 7 --invariant LeaderInIsr --lemmas examples/lemmas.py": Entry("slow"),
+    "kmc bmc --preset zombie --brokers 5 --steps 4": Entry("slow", status=1),
+    "kmc conform --preset tiny": Entry("slow"),
+    "kmc conform traces/known/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast"),
+    "kmc conform --preset failover --walks 100 --depth 60": Entry("slow"),
+    "kmc conform --preset tiny --probe": Entry("slow"),
+    "kmc check --preset zombie --property EventuallyLeaderElected": Entry("fast"),
+    "kmc replay traces/EventuallyLeaderElected-zombie-5d5ff32b.json": Entry(
+        "fast", needs=("kmc check --preset zombie --property EventuallyLeaderElected",)),
+    "kmc check --preset tiny --invariants examples/liveness.py --property EventuallyAnyLeader": Entry("fast"),
+    "kmc check --preset tiny --set unclean_leader_election=true --invariants examples/liveness.py "
+    "--property EventuallyAnyLeader": Entry("fast"),
+    "kmc graph --preset tiny --format dot -o tiny.dot": Entry("fast"),
+    "kmc graph --preset small --format dot": Entry("fast"),
+    "kmc prove --brokers 3 --invariant AtMostOneActiveController": Entry("fast"),
+    "kmc prove --brokers 7 --invariant AtMostOneActiveController --lemmas examples/lemmas.py --quiet": Entry("slow"),
+    "kmc prove --preset zombie --invariant ControllerEpochFencing --confirm --quiet": Entry("fast"),
+    "kmc bmc --preset zombie --brokers 7 --steps 5": Entry("slow"),
+    "kmc prove --preset reassign --brokers 9 --invariant ReassignmentLeaderInRar --invariant ReassignmentIsrInAr "
+    "--invariant LeaderInIsr --lemmas examples/lemmas_reassign.py --quiet": Entry("slow"),
+    "kmc check --preset default --engine spark": Entry("spark"),
+    "kmc check --preset default --engine spark --checkpoint ckpt/": Entry("spark"),
+    "kmc check --preset default --engine spark --resume ckpt/": Entry(
+        "spark", needs=("kmc check --preset default --engine spark --checkpoint ckpt/",)),
+}
+
+# Console output that no run reproduces as shown, and why; the command still runs.
+NOT_COMPARED: dict[str, str] = {
+    "docs/conformance.md": "the session shows kmc conform with a bug patched into impl/ "
+                           "(tests/test_conform_kafka.py checks that divergence); unpatched, it conforms",
+}
+
+SPEED_RANK = {"fast": 0, "slow": 1, "spark": 2, "never": 3}
+
+
+def all_blocks() -> list[Block]:
+    return [b for p in doc_files() for b in blocks(p)]
+
+
+def block_speed(b: Block) -> str:
+    speeds = [COMMANDS[c.text].speed for c in b.commands if c.text in COMMANDS]
+    return max((s for s in speeds if s != "never"), key=SPEED_RANK.__getitem__, default="fast")
+
+
+def _params():
+    out = []
+    for b in all_blocks():
+        if b.lang not in RUN_LANGS or not b.commands:
+            continue
+        speed = block_speed(b)
+        marks = {"slow": [pytest.mark.slow], "spark": [pytest.mark.spark, pytest.mark.slow]}.get(speed, [])
+        out.append(pytest.param(b, id=b.id, marks=marks))
+    return out
+
+
+def test_every_block_says_what_it_is():
+    untagged = [b.id for b in all_blocks() if b.lang not in RUN_LANGS + SHOWN_LANGS]
+    assert not untagged, f"fenced blocks without a known language tag ({RUN_LANGS + SHOWN_LANGS}): {untagged}"
+
+
+def test_every_command_shown_is_listed_and_every_listed_command_is_shown():
+    shown = {c.text for b in all_blocks() for c in b.commands}
+    assert not shown - COMMANDS.keys(), f"commands in the docs that tests/test_docs.py does not list: {sorted(shown - COMMANDS.keys())}"
+    assert not COMMANDS.keys() - shown, f"listed commands that no page shows: {sorted(COMMANDS.keys() - shown)}"
+    for text, e in COMMANDS.items():
+        assert e.speed in SPEED_RANK and (e.speed != "never" or e.why), text
+
+
+def test_the_matcher_catches_drift():
+    out = "a\nb 0.31 s\nc 12\nd\n"
+    assert mismatch(["a", "b 9.9 s", "..."], out) is None
+    assert mismatch(["...", "c 12", "d"], out) is None
+    assert mismatch(["a", "c 12", "..."], out)           # not consecutive
+    assert mismatch(["...", "c 13", "..."], out)         # a count changed
+    assert mismatch(["a", "b ... s"], out)                # the output goes on
+    assert mismatch(["a ... z", "..."], out)
+
+
+def _scratch(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    shutil.copytree(ROOT / "traces" / "known", tmp_path / "traces" / "known")
+    return tmp_path
+
+
+def _run(text: str, cwd: Path) -> subprocess.CompletedProcess:
+    argv = shlex.split(text)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env.pop("KMC_DEBUG", None)
+    if argv[0] == "kmc":
+        argv = [sys.executable, "-m", "checker", *argv[1:]]
+    elif argv[0] == "python":
+        argv[0] = sys.executable
+    elif argv[0] == "make":
+        cwd = ROOT                 # the Makefile's targets work on the checkout itself
+    return subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=3600)
+
+
+@pytest.mark.parametrize("block", _params())
+def test_the_commands_of_a_block_run_as_shown(block: Block, tmp_path):
+    cwd = _scratch(tmp_path)
+    for cmd in block.commands:
+        entry = COMMANDS[cmd.text]
+        if entry.speed == "never":
+            continue
+        for first in entry.needs:
+            _run(first, cwd)
+        r = _run(cmd.text, cwd)
+        where = f"{block.id}: $ {cmd.text}"
+        assert "Traceback" not in r.stdout, f"{where}\n{r.stdout}"
+        if cmd.expected is None:
+            assert r.returncode == entry.status, f"{where}: exit status {r.returncode}, expected {entry.status}\n{r.stdout[-3000:]}"
+        elif block.path not in NOT_COMPARED:
+            why = mismatch(cmd.expected, r.stdout)
+            assert why is None, f"{where}: {why}\n---- output ----\n{r.stdout[-6000:]}"
