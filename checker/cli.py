@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
+from checker.cmdline import trace_family
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, GROUP, load_family,
     registered_models,
@@ -387,36 +388,23 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
 
 # ------------------------------------------------------------------------- replay
 
-def _invariant_paths(recorded: Sequence[str], trace_file: str) -> list[str]:
-    """The trace's invariants files, each found as recorded or next to the trace."""
-    out = []
-    for p in recorded:
-        if not os.path.exists(p) and not os.path.isabs(p):
-            near = os.path.join(os.path.dirname(trace_file), p)
-            if os.path.exists(near):
-                p = near
-        out.append(p)
-    return out
-
-
 def cmd_replay(args: argparse.Namespace, command: str) -> int:
-
     trace = load_trace(args.file)
     last = len(trace.steps) - 1
     if args.step is not None and args.step > last:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
                          f"pick one of them")
-    try:
-        family = load_family(args.model or trace.family_ref)[0]
-    except UsageError as e:
-        if args.model:
-            raise
-        raise UsageError(f"trace file '{args.file}' names model family {trace.family_ref!r}: {e}") from None
+    family, family_ref = trace_family(trace, args.model)
 
     def resolver(ref: str) -> Any:
         return family
 
-    invariants = list(args.invariants) if args.invariants else _invariant_paths(trace.invariants, args.file)
+    # Only the files the command line names are run, never the ones the trace records.
+    loader = (lambda: load_all(args.invariants)) if args.invariants else None
+    try:
+        res = replay(trace, resolver, stop_at=args.step, property_loader=loader)
+    except ModelError as e:
+        raise _user_property_error(e, args.invariants) or e
 
     prop = trace.property
     kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
@@ -427,16 +415,12 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
              + (f"the loop of steps {k + 1}..{last} for ever" if k < last else f"a stop at step {k} for ever")))
     if prop.get("rationale"):
         print(_para("  rationale: ", prop["rationale"]))
-    print(f"  model:     {trace.model_name} {trace.model_version} (family {args.model or trace.family_ref}), "
+    print(f"  model:     {trace.model_name} {trace.model_version} (family {family_ref}), "
           f"preset {trace.preset or '-'}")
     print(_config_text("  config:    ", trace.config))
     print(f"  trace:     {_count(last + 1, 'state')} (steps 0..{last}), {_count(last, 'action')}")
     print(f"  created:   {trace.created_by}")
     print()
-    try:
-        res = replay(trace, resolver, stop_at=args.step, property_loader=lambda paths: load_all(invariants))
-    except ModelError as e:
-        raise _user_property_error(e, invariants) or e
     shown = 0
     for step in res.steps:
         if not res.fits and step.index == res.failed_step:

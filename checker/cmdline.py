@@ -26,6 +26,7 @@ from checker.imports import import_ref
 from checker.model import ModelFamily, Property
 from checker.trace import fill
 from checker.trace import width as terminal_width
+from checker.traceschema import shown
 
 GROUP = "kmc.models"
 DEFAULT_MODEL = "kafka"
@@ -95,6 +96,26 @@ def load_family(ref: str | None) -> tuple[Any, str]:
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"loading model {ref!r} ({ep.value}) raised {_exc(e)}") from e
     return as_family(obj, ref), ref
+
+
+def trace_family(trace: Any, model: str | None) -> tuple[Any, str]:
+    """``(family, family_ref)`` to replay ``trace`` with: ``--model`` when given, else
+    the family the trace records, but only if it is registered (by name, or by the
+    ``module:attribute`` an entry point names).  A trace is data: kmc never imports a
+    module because a trace names it, so any other recorded family must be given on
+    the command line."""
+    if model is not None:
+        return load_family(model)
+    ref = trace.family_ref
+    models = registered_models()
+    if ref not in models:
+        ref = next((name for name, ep in models.items() if ep.value == ref), ref)
+    if ref in models:
+        return load_family(ref)
+    known = ", ".join(models) or "none"
+    raise UsageError(f"trace file '{trace.path}' was made with model family {shown(trace.family_ref, 60)}, which "
+                     f"is not a registered model (registered: {known}); kmc never imports a module a trace names: "
+                     f"name the family with --model NAME|module:attribute")
 
 
 def build_model(family: Any, config: Mapping[str, Any]) -> Any:

@@ -98,6 +98,7 @@ from checker.imports import import_ref
 from checker.model import Action, Model, State, plain
 from checker.result import Violation
 from checker.trace import ABSENT, action_from_json, action_to_json, render_changes, same_value, write_trace
+from checker.traceschema import loads
 
 __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save", "canonical",
            "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine"]
@@ -602,7 +603,7 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
 def probe_actions(path: str | Path) -> list[Action]:
     """The actions a saved conformance trace asks the implementation about (``probe``)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = loads(Path(path).read_text(encoding="utf-8"))
         return [action_from_json(a) for a in doc.get("probe", [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(f"trace file '{path}': field 'probe' must be a list of actions {{name, args}}; "

@@ -39,6 +39,7 @@ from checker.config import resolve
 from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
 from checker.liveness import loop_is_fair
 from checker.model import ALWAYS, EVENTUALLY, Action, Model, Property
+from checker.traceschema import first_problem, loads, shown
 
 FORMAT = "kmc-trace"
 FORMAT_VERSION = 1
@@ -525,11 +526,16 @@ class Trace:
 
 def load_trace(path: str | Path) -> Trace:
     """Read and validate a trace file; every problem is a one-line ``UsageError``
-    naming the file and the field."""
+    naming the file and the field.
+
+    The file is data only: it is parsed with limits, validated against
+    ``kmc-trace.schema.json`` (see checker.traceschema), and then checked for what a
+    schema cannot say (indices in order, a loop that closes).  Nothing it names (a
+    model family, an invariants file) is imported or run here, or by ``replay``."""
     name = str(path)
 
     def bad(what: str, fix: str = "re-create the trace with kmc check") -> UsageError:
-        return UsageError(f"trace file '{name}': {what}; {fix}")
+        return UsageError(f"trace file '{name}': {what}; {fix or 're-create the trace with kmc check'}")
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -542,105 +548,34 @@ def load_trace(path: str | Path) -> Trace:
     except OSError as e:
         raise UsageError(f"cannot read trace file '{name}': {e.strerror or e}; check the path and permissions") from None
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise bad(f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})",
-                  "restore the file or re-create it with kmc check") from None
-    if not isinstance(doc, dict):
-        raise bad("the top level must be a JSON object")
-    if doc.get("format") != FORMAT:
-        raise bad(f"field 'format' must be {FORMAT!r}, got {doc.get('format')!r}", "is this a kmc trace?")
-    ver = doc.get("format_version")
-    if ver != FORMAT_VERSION or isinstance(ver, bool):
-        raise bad(f"field 'format_version' is {ver!r}, but this kmc reads format_version {FORMAT_VERSION} only",
-                  "replay it with the kmc that wrote it, or re-create it with this kmc's kmc check")
-
-    def need(d: Mapping[str, Any], key: str, types: Any, where: str, *, optional: bool = False) -> Any:
-        if key not in d:
-            if optional:
-                return None
-            raise bad(f"missing field '{where}{key}'")
-        v = d[key]
-        if optional and v is None:
-            return None
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
-            tn = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
-            raise bad(f"field '{where}{key}' must be {_TYPE_WORDS.get(tn, tn)}, got {type(v).__name__}")
-        return v
-
-    model = need(doc, "model", dict, "")
-    mname = need(model, "name", str, "model.")
-    mver = need(model, "version", (str, int), "model.")
-    family = need(model, "family", str, "model.")
-    if not family:
-        raise bad("field 'model.family' is empty")
-    config = need(doc, "config", dict, "")
-    for k, v in config.items():
-        if not (v is None or isinstance(v, (bool, int, float, str))):
-            raise bad(f"field 'config.{k}' must be a scalar, got {type(v).__name__}")
-    preset = need(doc, "preset", str, "", optional=True)
-    prop = need(doc, "property", dict, "")
-    need(prop, "name", str, "property.")
-    need(prop, "kind", str, "property.")
-    if "rationale" in prop:
-        need(prop, "rationale", str, "property.")
-    if "step" in prop:
-        need(prop, "step", bool, "property.")
-    engine = need(doc, "engine", str, "")
-    created = need(doc, "created_by", str, "")
-    invariants = need(doc, "invariants", list, "", optional=True) or []
-    for i, p in enumerate(invariants):
-        if not isinstance(p, str):
-            raise bad(f"field 'invariants[{i}]' must be a string, got {type(p).__name__}")
-    raw_steps = need(doc, "steps", list, "")
-    if not raw_steps:
-        raise bad("field 'steps' is empty; a trace has at least the initial state")
+        doc = loads(text)
+    except ValueError as e:
+        raise bad(f"not valid JSON ({e})", "restore the file or re-create it with kmc check") from None
+    problem = first_problem(doc)
+    if problem is not None:
+        raise bad(*problem)
+    model, config, prop = doc["model"], doc["config"], doc["property"]
     steps = []
-    for i, s in enumerate(raw_steps):
-        w = f"steps[{i}]."
-        if not isinstance(s, dict):
-            raise bad(f"field 'steps[{i}]' must be an object, got {type(s).__name__}")
-        idx = need(s, "index", int, w)
-        if idx != i:
-            raise bad(f"field '{w}index' is {idx}, expected {i}", "steps must be numbered 0, 1, 2... in order")
-        if "action" not in s:
-            raise bad(f"missing field '{w}action'")
+    for i, s in enumerate(doc["steps"]):
+        if s["index"] != i:
+            raise bad(f"field 'steps[{i}].index' is {s['index']}, expected {i}",
+                      "steps must be numbered 0, 1, 2... in order")
         a = s["action"]
-        if i == 0:
-            if a is not None:
-                raise bad(f"field '{w}action' must be null: step 0 is the initial state")
-            act = None
-        else:
-            if not isinstance(a, dict):
-                raise bad(f"field '{w}action' must be an object {{name, args}}, got {type(a).__name__}")
-            need(a, "name", str, w + "action.")
-            need(a, "args", dict, w + "action.")
-            act = action_from_json(a)
-        fp = need(s, "fingerprint", str, w)
-        try:
-            parse_fingerprint(fp)
-        except (ValueError, TypeError, OverflowError):
-            raise bad(f"field '{w}fingerprint' is not a fingerprint: {fp!r}",
-                      "fingerprints look like 0x0123456789abcdef") from None
-        if not re.fullmatch(r"0x[0-9a-fA-F]{16}", fp):
-            raise bad(f"field '{w}fingerprint' is not a fingerprint: {fp!r}",
-                      "fingerprints look like 0x0123456789abcdef")
-        state = need(s, "state", dict, w)
-        steps.append(TraceStep(i, act, fp.lower(), state))
-    loop_start = need(doc, "loop_start", int, "", optional=True)
+        if i > 0 and a is None:
+            raise bad(f"field 'steps[{i}].action' must be an object {{name, args}}, got null")
+        steps.append(TraceStep(i, None if a is None else action_from_json(a), s["fingerprint"].lower(), s["state"]))
+    loop_start = doc.get("loop_start")
     if loop_start is not None:
         if not 0 <= loop_start < len(steps):
             raise bad(f"field 'loop_start' is {loop_start}, but the steps are 0..{len(steps) - 1}")
         if steps[loop_start].fingerprint != steps[-1].fingerprint:
             raise bad(f"the loop does not close: step {len(steps) - 1}'s fingerprint differs from step "
                       f"{loop_start}'s (field 'loop_start')")
-    return Trace(path=name, format_version=ver, model_name=mname, model_version=str(mver), family_ref=family,
-                 config=dict(config), preset=preset, property=dict(prop), engine=engine, created_by=created,
-                 steps=steps, invariants=list(invariants), loop_start=loop_start)
-
-
-_TYPE_WORDS = {"dict": "an object", "list": "an array", "str": "a string", "int": "an integer",
-               "bool": "true or false", "str/int": "a string"}
+    return Trace(path=name, format_version=doc["format_version"], model_name=model["name"],
+                 model_version=str(model["version"]), family_ref=model["family"], config=dict(config),
+                 preset=doc.get("preset"), property=dict(prop), engine=doc["engine"],
+                 created_by=doc["created_by"], steps=steps, invariants=list(doc.get("invariants") or []),
+                 loop_start=loop_start)
 
 
 # ------------------------------------------------------------------------ replay
@@ -681,14 +616,17 @@ class ReplayResult:
 
 
 def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int | None = None,
-           property_loader: Callable[[Sequence[str]], Sequence[Property]] | None = None) -> ReplayResult:
+           property_loader: Callable[[], Sequence[Property]] | None = None) -> ReplayResult:
     """Re-derive every state of ``trace`` from its recorded actions.
 
     ``family_resolver(trace.family_ref)`` returns the model family.  Stops at the
     first step that does not fit (the action is not enabled, or the state differs
     from the recording) and says why; otherwise re-checks the trace's property on
     the final state (or final transition).  ``stop_at=N`` replays steps 0..N only.
-    ``property_loader(paths)`` loads user invariant files named by the trace.
+    ``property_loader()`` loads the user properties the *caller* names (the command
+    line's ``--invariants``); it is asked only when the trace's property is not the
+    model's.  The invariant files a trace records are never run: without a loader,
+    a property from them is a ``UsageError`` that says which flag supplies it.
     Raises ``UsageError`` for a ``stop_at`` out of range or a family that cannot be
     found, ``ModelError`` when the model raises.
     """
@@ -812,7 +750,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
 
 
 def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, final: Any,
-             property_loader: Callable[[Sequence[str]], Sequence[Property]] | None,
+             property_loader: Callable[[], Sequence[Property]] | None,
              states: Sequence[Any] = ()) -> None:
     name, kind = trace.property["name"], trace.property["kind"]
     if kind == "deadlock":
@@ -825,14 +763,14 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
                                 else "no deadlock any more: the final state has enabled actions or is terminal")
         return
     props = {p.name: p for p in model.properties()}
-    if name not in props and trace.invariants and property_loader is not None:
-        try:
-            for p in property_loader(trace.invariants):
-                props.setdefault(p.name, p)
-        except UsageError as e:
-            result.property_status = "unknown"
-            result.property_note = f"property {name!r} not re-checked: {e}"
-            return
+    if name not in props and property_loader is not None:
+        for p in property_loader():
+            props.setdefault(p.name, p)
+    elif name not in props and trace.invariants:
+        files = ", ".join(shown(f, 80) for f in trace.invariants[:3]) + (", ..." if len(trace.invariants) > 3 else "")
+        raise UsageError(f"trace file '{trace.path}' violates property {shown(name, 60)}, which its run loaded "
+                         f"from invariants file {files}; kmc never runs a file a trace names: re-check the "
+                         f"property with --invariants FILE.py (or stop before the end with --step N)")
     prop = props.get(name)
     if prop is None:
         result.property_status = "unknown"

@@ -108,7 +108,7 @@ def test_model_error_exits_3(tmp_path):
 
 def test_replay_ok(broken):
     _, _, trace = broken
-    r = kmc("replay", trace)
+    r = kmc("replay", trace, *TOYS)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "step 0  initial state" in out and "  small: 0" in out and "  big: 0" in out
@@ -120,11 +120,11 @@ def test_replay_ok(broken):
 
 def test_replay_step(broken):
     _, _, trace = broken
-    r = kmc("replay", trace, "--step", "2")
+    r = kmc("replay", trace, *TOYS, "--step", "2")
     assert r.returncode == 0, r.stderr
     assert "step 2  " in r.stdout and "step 3  " not in r.stdout and "stopped after step 2 of 6" in r.stdout
-    assert_one_line_error(kmc("replay", trace, "--step", "7"), 2, "--step 7 is out of range")
-    assert_one_line_error(kmc("replay", trace, "--step", "-1"), 2, "--step")
+    assert_one_line_error(kmc("replay", trace, *TOYS, "--step", "7"), 2, "--step 7 is out of range")
+    assert_one_line_error(kmc("replay", trace, *TOYS, "--step", "-1"), 2, "--step")
 
 
 def tampered(tmp_path: Path, trace: Path, edit) -> Path:
@@ -137,14 +137,14 @@ def tampered(tmp_path: Path, trace: Path, edit) -> Path:
 
 def test_replay_tampered_fingerprint(tmp_path, broken):
     p = tampered(tmp_path, broken[2], lambda d: d["steps"][3].__setitem__("fingerprint", "0x0123456789abcdef"))
-    r = kmc("replay", p)
+    r = kmc("replay", p, *TOYS)
     assert_one_line_error(r, 1, "step 3: state differs from the recorded one")
     assert "MISMATCH" in r.stdout and "step 2  " in r.stdout
 
 
 def test_replay_tampered_action(tmp_path, broken):
     p = tampered(tmp_path, broken[2], lambda d: d["steps"][2]["action"].__setitem__("args", {"x": 1}))
-    r = kmc("replay", p)
+    r = kmc("replay", p, *TOYS)
     assert_one_line_error(r, 1, "step 2: action")
     assert "is not enabled here (enabled: " in r.stderr
 
@@ -155,11 +155,11 @@ def test_replay_when_the_model_changed(tmp_path):
     (trace,) = (tmp_path / "traces").glob("SumNotK-default-custom-*.json")
     # The path still fits, but with k=5 the final state no longer violates SumNotK.
     fixed = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", 5))
-    r = kmc("replay", fixed)
+    r = kmc("replay", fixed, *TOYS)
     assert_one_line_error(r, 1, "now HOLDS on the final state")
     # Without k the model does not declare SumNotK any more: nothing to re-check.
     gone = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", -1))
-    r = kmc("replay", gone)
+    r = kmc("replay", gone, *TOYS)
     assert r.returncode == 0 and "not declared by the model" in r.stdout
 
 
@@ -251,7 +251,7 @@ def test_user_invariant_fails_and_trace_names_it(tmp_path):
     assert trace.name.startswith("SmallNot2-default-")
     doc = json.loads(trace.read_text())
     assert doc["property"]["name"] == "SmallNot2" and doc["property"]["rationale"] == "the small jug never holds 2"
-    r = kmc("replay", trace)
+    r = kmc("replay", trace, *TOYS, "--invariants", inv)
     assert r.returncode == 0, r.stderr
     assert "'SmallNot2' is still violated" in r.stdout
 
@@ -398,10 +398,13 @@ def test_traces_dir_problems_fail_before_the_search(tmp_path):
 def test_replay_unknown_family_prints_nothing_first(tmp_path, broken):
     p = tampered(tmp_path, broken[2], lambda d: d["model"].__setitem__("family", "tests.nosuch:FAMILY"))
     r = kmc("replay", p)
-    assert_one_line_error(r, 2, f"trace file '{p}' names model family 'tests.nosuch:FAMILY': cannot import module")
-    assert r.stdout == ""
+    assert_one_line_error(r, 2, f"trace file '{p}' was made with model family 'tests.nosuch:FAMILY', which is "
+                                f"not a registered model")
+    assert "name the family with --model" in r.stderr and r.stdout == ""
+    r = kmc("replay", p, "--model", "tests.nosuch:FAMILY")
+    assert_one_line_error(r, 2, "cannot import module 'tests.nosuch' for --model tests.nosuch:FAMILY")
     p = tampered(tmp_path, broken[2], lambda d: d["model"].__setitem__("family", "nosuch"))
-    assert_one_line_error(kmc("replay", p), 2, "names model family 'nosuch': unknown model 'nosuch'")
+    assert_one_line_error(kmc("replay", p), 2, "model family 'nosuch', which is not a registered model")
     # --model names a family that is there.
     r = kmc("replay", p, "--model", "tests.toys:FAMILY")
     assert r.returncode == 0, r.stderr
@@ -446,31 +449,32 @@ def test_properties_line_counts_the_filter(tmp_path):
 
 
 def test_replay_step_shows_the_state_there(broken):
-    r = kmc("replay", broken[2], "--step", "2")
+    r = kmc("replay", broken[2], *TOYS, "--step", "2")
     assert r.returncode == 0, r.stderr
     assert "state at step 2  [0x" in r.stdout
     after = r.stdout[r.stdout.index("state at step 2"):]
     assert "  small: " in after and "  big: " in after
 
 
-def test_replay_finds_user_invariants_from_another_directory(tmp_path):
+def test_replay_runs_only_the_invariants_the_command_line_names(tmp_path):
     inv = tmp_path / "inv.py"
     inv.write_text("from checker.model import always\n"
                    "SmallNot2 = always('SmallNot2', lambda s: s.small != 2, 'the small jug never holds 2')\n")
     r = kmc("check", *TOYS, "--invariants", "inv.py", "--quiet", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     (trace,) = (tmp_path / "traces").glob("*.json")
-    assert json.loads(trace.read_text())["invariants"] == [str(inv)]
+    assert json.loads(trace.read_text())["invariants"] == [str(inv)]   # recorded, for the reader
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    r = kmc("replay", trace, cwd=elsewhere)
-    assert r.returncode == 0 and "'SmallNot2' is still violated" in r.stdout, r.stdout
-    # Moved away: replay says so, and --invariants points at the file.
+    r = kmc("replay", trace, *TOYS, cwd=elsewhere)
+    line = assert_one_line_error(r, 2, f"violates property 'SmallNot2', which its run loaded from invariants "
+                                       f"file '{inv}'; kmc never runs a file a trace names")
+    assert "--invariants FILE.py" in line and r.stdout == ""
+    # --step stops before the property is re-checked: no file is needed.
+    assert kmc("replay", trace, *TOYS, "--step", "1", cwd=elsewhere).returncode == 0
     moved = tmp_path / "moved.py"
     inv.rename(moved)
-    r = kmc("replay", trace, cwd=elsewhere)
-    assert r.returncode == 0 and "warning: property 'SmallNot2' not re-checked" in r.stdout
-    r = kmc("replay", trace, "--invariants", moved, cwd=elsewhere)
+    r = kmc("replay", trace, *TOYS, "--invariants", moved, cwd=elsewhere)
     assert r.returncode == 0 and "'SmallNot2' is still violated" in r.stdout, r.stdout
 
 

@@ -233,12 +233,12 @@ def test_cli_divergence_is_shrunk_saved_and_reproduces(tmp_path):
     doc = json.loads(saved[0].read_text())
     assert [s["action"]["name"] for s in doc["steps"][1:]] == ["Append", "Failover"]
     assert doc["config"]["bug"] == "truncate-off-by-one"
-    again = kmc("conform", saved[0], "--traces-dir", tmp_path / "traces")
+    again = kmc("conform", saved[0], *MODEL, "--traces-dir", tmp_path / "traces")
     assert again.returncode == 1 and "DIVERGENCE at step 2" in again.stdout
     assert sorted((tmp_path / "traces").glob("*.json")) == saved             # nothing new, nothing overwritten
     fixed = dict(doc, config=dict(doc["config"], bug="none"))
     (tmp_path / "fixed.json").write_text(json.dumps(fixed))
-    ok = kmc("conform", tmp_path / "fixed.json")
+    ok = kmc("conform", tmp_path / "fixed.json", *MODEL)
     assert ok.returncode == 0 and "conforms (2 steps)" in ok.stdout
 
 
@@ -249,7 +249,7 @@ def test_cli_probe_finds_an_extra_action_and_the_trace_keeps_it(tmp_path):
     assert r.returncode == 1 and "after step 1" in r.stdout and "enables Failover()" in r.stdout, r.stdout
     saved = next(tmp_path.glob("*.json"))
     assert json.loads(saved.read_text())["probe"] == [{"name": "Failover", "args": {}}]
-    assert kmc("conform", saved, "--traces-dir", tmp_path).returncode == 1     # the trace probes by itself
+    assert kmc("conform", saved, *MODEL, "--traces-dir", tmp_path).returncode == 1     # the trace probes by itself
     assert list(tmp_path.glob("*.json")) == [saved]
 
 
@@ -260,7 +260,7 @@ def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
     for i, s in enumerate(doc["steps"]):
         s["index"] = i
     (tmp_path / "cut.json").write_text(json.dumps(doc))
-    r = kmc("conform", tmp_path / "cut.json")
+    r = kmc("conform", tmp_path / "cut.json", *MODEL)
     assert r.returncode == 1 and "is not enabled in the model" in r.stdout, r.stdout + r.stderr
 
 

@@ -130,7 +130,7 @@ def test_lasso_trace_replays_stem_and_loop(tmp_path):
     trace = json.loads(Path(doc["trace_path"]).read_text())
     assert trace["format_version"] == 1 and trace["loop_start"] == 0
     assert [s["action"] and s["action"]["name"] for s in trace["steps"]] == [None, "Send", "Drop"]
-    rep = kmc("replay", doc["trace_path"])
+    rep = kmc("replay", doc["trace_path"], *TOYS)
     assert rep.returncode == 0, rep.stderr
     for line in ("violated by a lasso: stem steps 0..0, then the loop of steps 1..2 for ever",
                  "---- loop: from the state of step 0, steps 1..2 repeat for ever ----",
@@ -142,23 +142,23 @@ def test_replay_rechecks_the_loop_is_fair(tmp_path):
     r = kmc("check", *TOYS, "--preset", "flap-unfair", "--traces-dir", tmp_path, "--quiet")
     assert r.returncode == 1, r.stderr
     [path] = tmp_path.glob("*.json")
-    assert kmc("replay", path).returncode == 0
+    assert kmc("replay", path, *TOYS).returncode == 0
     doc = json.loads(path.read_text())
     doc["config"]["fair"] = True              # same states, but Finish is fair now
     path.write_text(json.dumps(doc))
-    rep = kmc("replay", path)
+    rep = kmc("replay", path, *TOYS)
     assert rep.returncode == 1
     assert "the loop is not fair: Finish() stays enabled on it and is never taken" in flat(rep.stdout)
     doc["loop_start"] = 1                     # a loop that does not close
     path.write_text(json.dumps(doc))
-    one_line_error(kmc("replay", path), "the loop does not close")
+    one_line_error(kmc("replay", path, *TOYS), "the loop does not close")
 
 
 def test_leads_to_stutter_replays(tmp_path):
     r = kmc("check", *TOYS, "--preset", "stutter", "--traces-dir", tmp_path, "--quiet")
     assert r.returncode == 1 and "only unfair actions are enabled there (Grant())" in flat(r.stdout)
     [path] = tmp_path.glob("*.json")
-    rep = kmc("replay", path)
+    rep = kmc("replay", path, *TOYS)
     assert rep.returncode == 0, rep.stderr
     assert "---- the lasso ends here: the behaviour stays at step 1 for ever (a stutter) ----" in rep.stdout
     assert "(where its trigger holds)" in rep.stdout
@@ -221,7 +221,7 @@ def test_kafka_unscoped_leader_fails_without_unclean_election(tmp_path):
     assert "ShrinkIsr" in names and "CrashBroker" in names
     assert trace["loop_start"] == len(trace["steps"]) - 1       # a stutter: the cluster rests there
     assert "only unfair actions are enabled there (RestartBroker(broker=0))" in flat(r.stdout)
-    rep = kmc("replay", path)
+    rep = kmc("replay", path, "--invariants", "examples/liveness.py")
     assert rep.returncode == 0 and "is still violated" in rep.stdout, rep.stdout + rep.stderr
     ok = kmc(*base, "--set", "unclean_leader_election=true", "--traces-dir", tmp_path / "u")
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -69,7 +69,7 @@ def test_same_json_and_trace_as_the_local_engine(tmp_path, local_broken):
     # Human output (stderr with --json): the engine line and per-level progress.
     assert "engine: spark on local[*]" in r.stderr and "progress: level=0 frontier=1" in r.stderr
     assert "WARNING: Using incubator modules" not in r.stderr and "Setting default log level" not in r.stderr
-    rep = kmc("replay", got["trace_path"])
+    rep = kmc("replay", got["trace_path"], *TOYS)
     assert rep.returncode == 0, rep.stdout + rep.stderr
     assert "the trace replays" in rep.stdout
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, fail, load_family, nonneg,
-    positive, wrap,
+    positive, trace_family, wrap,
 )
 from checker.errors import UsageError
 from checker.errors import describe_exception as _exc
@@ -90,12 +90,7 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
     from checker.trace import load_trace
 
     trace = load_trace(path)
-    try:
-        family, ref = load_family(model_ref or trace.family_ref)
-    except UsageError as e:
-        if model_ref:
-            raise
-        raise UsageError(f"trace file '{path}' names model family {trace.family_ref!r}: {e}") from None
+    family, ref = trace_family(trace, model_ref)   # never a module the trace names
     try:
         config = resolve(family, None, trace.config)
     except UsageError as e:

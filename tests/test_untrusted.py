@@ -1,0 +1,139 @@
+"""A trace is data: loading one never runs code that the command line did not name.
+
+Each hostile trace here names a module or an invariants file that, if it ever ran,
+would create a marker file.  ``kmc replay``, ``kmc conform`` and ``python -m
+spec.atomic`` must refuse such a trace in one line (exit 2), name the flag that
+would supply what is missing, and leave no marker behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import cli_support
+
+ROOT = Path(__file__).resolve().parent.parent
+TOYS = ["--model", "tests.toys:FAMILY"]
+EVIL = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\nprint('EVIL RAN')\n"
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``args`` (a python -m command line) from ``cwd``, with ``cwd`` importable too:
+    the evil module would import if kmc tried."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(cwd)]))
+    env.pop("KMC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A valid toy trace, and in its directory an evil module and an evil invariants file."""
+    d = tmp_path_factory.mktemp("hostile")
+    r = cli_support.kmc("check", *TOYS, "--preset", "broken", "--traces-dir", d / "traces", "--quiet")
+    assert r.returncode == 1, r.stderr
+    (trace,) = (d / "traces").glob("*.json")
+    marker = d / "MARKER"
+    (d / "kmc_evil_mod.py").write_text(EVIL.format(marker=str(marker)) + "from tests.toys import FAMILY\n")
+    (d / "evil_inv.py").write_text(EVIL.format(marker=str(marker))
+                                   + "from checker.model import always\nEvil = always('Evil', lambda s: False, 'x')\n")
+    return d, trace, marker
+
+
+def tamper(d: Path, trace: Path, name: str, edit) -> Path:
+    doc = json.loads(trace.read_text())
+    edit(doc)
+    p = d / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def no_marker(r: subprocess.CompletedProcess, marker: Path) -> None:
+    assert not marker.exists(), "code named by the trace ran"
+    assert "EVIL RAN" not in r.stdout + r.stderr
+
+
+def one_line(r: subprocess.CompletedProcess, needle: str, prefix: str = "kmc: ") -> str:
+    return cli_support.one_line_error(r, needle, code=2, prefix=prefix,
+                                      reproduce="python -m spec.atomic" if prefix.startswith("spec") else "kmc")
+
+
+def test_a_module_named_by_a_trace_is_never_imported(hostile):
+    d, trace, marker = hostile
+    p = tamper(d, trace, "module.json", lambda doc: doc["model"].__setitem__("family", "kmc_evil_mod:FAMILY"))
+    for args in (["checker", "replay", p], ["checker", "conform", p]):
+        r = run(d, *args)
+        line = one_line(r, "model family 'kmc_evil_mod:FAMILY', which is not a registered model")
+        assert "kmc never imports a module a trace names: name the family with --model" in line
+        assert r.stdout == ""
+        no_marker(r, marker)
+    # Named on the command line, the same module is the user's choice, and runs.
+    r = run(d, "checker", "replay", p, "--model", "kmc_evil_mod:FAMILY")
+    assert r.returncode == 0 and marker.exists(), r.stderr
+    marker.unlink()
+
+
+def test_the_standard_library_this_module_is_not_imported_either(hostile):
+    d, trace, marker = hostile
+    p = tamper(d, trace, "this.json", lambda doc: doc["model"].__setitem__("family", "this:s"))
+    r = run(d, "checker", "replay", p)
+    one_line(r, "model family 'this:s', which is not a registered model")
+    assert "Beautiful is better than ugly" not in r.stdout + r.stderr
+
+
+def test_an_invariants_file_named_by_a_trace_is_never_run(hostile):
+    d, trace, marker = hostile
+
+    def edit(doc):
+        doc["invariants"] = [str(d / "evil_inv.py")]
+        doc["property"]["name"] = "Evil"
+
+    p = tamper(d, trace, "inv.json", edit)
+    r = run(d, "checker", "replay", p, *TOYS)
+    line = one_line(r, "violates property 'Evil', which its run loaded from invariants file")
+    assert "kmc never runs a file a trace names: re-check the property with --invariants FILE.py" in line
+    no_marker(r, marker)
+    # A relative path next to the trace (the old fallback) is not run either.
+    p2 = tamper(d, trace, "inv-relative.json", lambda doc: (edit(doc), doc.__setitem__("invariants", ["evil_inv.py"])))
+    no_marker(run(d, "checker", "replay", p2, *TOYS), marker)
+    r = run(d, "checker", "conform", p, "--model", "spec.family:FAMILY")
+    assert r.returncode == 2
+    no_marker(r, marker)
+    r = run(d, "spec.atomic", p, "--traces-dir", d / "out")
+    one_line(r, "", prefix="spec.atomic: error: ")
+    no_marker(r, marker)
+    assert not (d / "out").exists()
+
+
+def test_spec_atomic_never_loads_what_a_trace_names(hostile, tmp_path):
+    d, trace, marker = hostile
+    atomic = ROOT / "tests" / "data" / "atomic-data-hw.json"
+
+    def edit(doc):
+        doc["model"]["family"] = "kmc_evil_mod:FAMILY"
+        doc["invariants"] = [str(d / "evil_inv.py")]
+
+    p = tamper(d, atomic, "atomic-evil.json", edit)
+    r = run(d, "spec.atomic", p, "--traces-dir", tmp_path)
+    assert r.returncode == 0, r.stderr          # the family is a label: the expansion is the Kafka model's
+    no_marker(r, marker)
+    (out,) = tmp_path.glob("*.json")
+    assert json.loads(out.read_text())["steps"][-1]["index"] > 0
+
+
+def test_the_schema_ships_in_the_package_and_is_valid():
+    import jsonschema
+
+    from checker.traceschema import schema
+    jsonschema.Draft202012Validator.check_schema(schema())
+    assert schema()["properties"]["format"]["const"] == "kmc-trace"
+    # Every saved trace of the repository is valid against it.
+    validator = jsonschema.Draft202012Validator(schema())
+    for p in sorted((ROOT / "traces").rglob("*.json")):
+        validator.validate(json.loads(p.read_text()))
