@@ -20,16 +20,12 @@ Every failure line on stderr ends with the command that reproduces it.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.metadata
 import json
 import os
 import re
 import shlex
 import sys
-import textwrap
-from pathlib import Path
-from typing import Any, Mapping, NoReturn, Sequence, TextIO
+from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
 from checker.cmdline import trace_family
@@ -55,9 +51,11 @@ from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.invariants import load_all
 from checker.liveness import CheckRun
-from checker.model import SOMETIMES, Property
-from checker.result import BOUNDED, OK, VIOLATED
-from checker.trace import DEADLOCK_RATIONALE, fill, load_trace, render_changes, render_state, replay, write_trace
+from checker.model import Property
+from checker.report import CheckPlan, Report
+from checker.result import VIOLATED
+from checker.search import Settings
+from checker.trace import load_trace, render_changes, render_state, replay, write_trace
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
@@ -154,33 +152,6 @@ def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: 
                       f"see kmc list properties")
 
 
-def _violation_lines(v: Any, prop: Property | None) -> list[str]:
-    """What was violated, where, and why: the engine's message without the
-    property name and rationale it repeats, then the rationale, wrapped."""
-    msg = v.message or ""
-    why = prop.rationale if prop is not None else ""
-    if v.kind == "deadlock" and not why:
-        why = DEADLOCK_RATIONALE
-    if msg.startswith(v.property + " "):
-        msg = msg[len(v.property) + 1:]
-    if why and msg.endswith(": " + why):
-        msg = msg[:-len(why) - 2]
-    last = len(v.path) - 1
-    if v.path:
-        m = re.fullmatch(r"is broken by the last step, (.*)", msg, re.S)
-        if m:
-            msg = f"broken by step {last}: {m.group(1)}"
-        elif msg == "does not hold in the last state":
-            msg = ("does not hold in the initial state" if last == 0
-                   else f"does not hold in the state after step {last}: {v.path[-1].action}")
-    lines = []
-    if msg:
-        lines.append(_para("  ", msg, 6))
-    if why and why not in msg:
-        lines.append(_para("  rationale: ", why))
-    return lines
-
-
 def _engine(args: argparse.Namespace) -> str:
     """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
     given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
@@ -191,7 +162,7 @@ def _engine(args: argparse.Namespace) -> str:
     return engine
 
 
-def _spark_check(args: argparse.Namespace, model: Any, props: list, check_deadlock: bool, out: TextIO) -> Any:
+def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO) -> Any:
     try:
         from checker.spark import check as spark_check
         from checker.spark.checkpoint import check_directory
@@ -202,9 +173,7 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, check_deadlo
         check_directory(args.checkpoint, "--checkpoint", must_exist=False)
     if args.resume:
         check_directory(args.resume, "--resume", must_exist=True)
-    result = spark_check(model, properties=props, max_depth=args.max_depth, max_states=args.max_states,
-                         keep_going=args.keep_going, check_deadlock=check_deadlock,
-                         progress=None if args.quiet else sys.stderr, master=args.spark_master,
+    result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
                          partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume)
     e = result.engine
     if not args.quiet:
@@ -215,9 +184,9 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, check_deadlo
     return result
 
 
-def cmd_check(args: argparse.Namespace, command: str) -> int:
-
-    out: TextIO = sys.stderr if args.json else sys.stdout
+def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
+    """The command line resolved and checked, before anything runs: a bad flag,
+    preset, key, property or --traces-dir fails here, in one line."""
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
@@ -249,139 +218,87 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
     live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
-    engine_props = [p for p in props if p not in live.props]   # the engines check safety only
+    return CheckPlan(family=family, family_ref=family_ref, preset=preset, config=config, custom=custom,
+                     model=model, props=props, model_props=model_props, user_props=user_props,
+                     check_deadlock=check_deadlock, engine=engine, live=live, command=command)
 
-    if not args.quiet:
-        print(f"kmc check: model {model.name} {model.version} (family {family_ref}), preset {preset}"
-              f"{' with overrides' if custom else ''}", file=out)
-        print(_config_text("config: ", config), file=out)
-        total = len(model_props) + len(user_props)
-        what = f"{len(props)} of {total} (--property)" if args.property else f"{len(props)}"
-        extra = f"; {len(user_props)} from --invariants" if user_props else ""
-        bounds = []
-        if args.max_depth is not None:
-            bounds.append(f"max depth {args.max_depth}")
-        if args.max_states is not None:
-            bounds.append(f"max states {args.max_states}")
-        print(f"properties: {what}{extra}; deadlock check {'on' if check_deadlock else 'off'}"
-              f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
-        if engine == "spark":
-            print(f"engine: spark on {args.spark_master or 'local[*] (embedded)'}"
-                  f"{f', {args.spark_partitions} partitions' if args.spark_partitions else ''}"
-                  f"{f'; resuming from {args.resume}' if args.resume else ''}"
-                  f"{f'; checkpoints in {args.checkpoint}' if args.checkpoint else ''}", file=out)
-        out.flush()
 
+def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> None:
+    model = plan.model
+    print(f"kmc check: model {model.name} {model.version} (family {plan.family_ref}), preset {plan.preset}"
+          f"{' with overrides' if plan.custom else ''}", file=out)
+    print(_config_text("config: ", plan.config), file=out)
+    total = len(plan.model_props) + len(plan.user_props)
+    what = f"{len(plan.props)} of {total} (--property)" if args.property else f"{len(plan.props)}"
+    extra = f"; {len(plan.user_props)} from --invariants" if plan.user_props else ""
+    bounds = []
+    if args.max_depth is not None:
+        bounds.append(f"max depth {args.max_depth}")
+    if args.max_states is not None:
+        bounds.append(f"max states {args.max_states}")
+    print(f"properties: {what}{extra}; deadlock check {'on' if plan.check_deadlock else 'off'}"
+          f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
+    if plan.engine == "spark":
+        print(f"engine: spark on {args.spark_master or 'local[*] (embedded)'}"
+              f"{f', {args.spark_partitions} partitions' if args.spark_partitions else ''}"
+              f"{f'; resuming from {args.resume}' if args.resume else ''}"
+              f"{f'; checkpoints in {args.checkpoint}' if args.checkpoint else ''}", file=out)
+    out.flush()
+
+
+def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> Report:
+    """The search (one, with the liveness graph built during it on the local
+    engine), the liveness check, and a trace saved for every violation with a path."""
+    live = plan.live
+    settings = Settings(max_depth=args.max_depth, max_states=args.max_states, keep_going=args.keep_going,
+                        check_deadlock=plan.check_deadlock, progress=None if args.quiet else sys.stderr)
     try:
-        live.before_search()
-        if engine == "spark":
-            result = _spark_check(args, model, engine_props, check_deadlock, out)
+        if plan.engine == "spark":
+            result = _spark_check(args, plan.model, plan.engine_props, settings, out)
         else:
-            result = bfs.check(model, properties=engine_props, max_depth=args.max_depth, max_states=args.max_states,
-                               keep_going=args.keep_going, check_deadlock=check_deadlock,
-                               progress=None if args.quiet else sys.stderr)
+            result = bfs.check(plan.model, properties=plan.engine_props, settings=settings, visitor=live.visitor())
         lassos = live.after_search(result, args.keep_going)
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
     if lassos:
         result.violations.extend(lassos)
         result.verdict = VIOLATED
-    st = result.stats
-    print(f"distinct states: {st.distinct}  generated: {st.generated}  depth: {st.depth}", file=out)
-    print(f"time: {st.seconds:.2f} s  ({st.states_per_second:,.0f} states/s)  "
-          f"peak memory: {st.peak_memory_bytes / 2**20:.1f} MiB", file=out)
-    if st.action_counts:
-        items = [f"{k}={v}," for k, v in sorted(st.action_counts.items())]
-        items[-1] = items[-1].rstrip(",")
-        print("\n".join(fill("actions: ", items, " ", _width(), "         ")), file=out)
-    unreached = []
-    for name, depth in sorted(st.witnesses.items()):
-        if depth is not None:
-            print(f"witness {name}: reached at depth {depth}", file=out)
-        elif st.complete:
-            print(f"witness {name}: NOT reached", file=out)
-        else:
-            unreached.append(name)
-    if unreached:
-        why = ("the first violation stopped the search; --continue goes on"
-               if result.violations and not args.keep_going else "the search stopped at the bounds")
-        print(_para("", f"witnesses not reached yet ({why}): {', '.join(unreached)}", 4), file=out)
-    if live.props:
-        print(_para("", live.summary(), 4), file=out)
-
-    rationale = {p.name: p for p in props}
-    label = f"{preset}-custom" if custom else preset
-    trace_paths: list[str] = []
-    per_violation: dict[int, str] = {}
+    report = Report(plan, result, keep_going=args.keep_going)
+    model = plan.model
     for v in result.violations:
-        prop = rationale.get(v.property)
-        print(file=out)
-        print(f"VIOLATED: {v.property} ({v.kind}{', step' if prop is not None and prop.step else ''})", file=out)
-        for line in _violation_lines(v, prop):
-            print(line, file=out)
-        if v.path:
-            try:
-                path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config,
-                                   preset=preset, violation=v, command=command, properties=props,
-                                   invariants=args.invariants or [], label=label)
-            except OSError as e:
-                raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
-                                 f"choose another directory with --traces-dir DIR") from None
-            except (UsageError, ModelError):
-                raise
-            except Exception as e:  # noqa: BLE001 - describe() is model code
-                raise ModelError(f"saving the trace of {v.property}: {model.name}.describe() raised {_exc(e)}") from e
-            trace_paths.append(str(path))
-            loop = "" if v.loop_start is None else f" (a lasso: the loop starts at step {v.loop_start})"
-            print(f"  trace: {_count(len(v.path), 'state')}, {_count(len(v.path) - 1, 'action')}{loop}, "
-                  f"saved to {path}", file=out)
-            print(f"  replay it: kmc replay {shlex.quote(str(path))}", file=out)
-            per_violation[id(v)] = str(path)
-        elif v.kind == SOMETIMES and not v.message:
-            print("  the witness state was never reached, so the 'always' properties may hold vacuously", file=out)
+        if not v.path:
+            continue
+        try:
+            path = write_trace(args.traces_dir, family_ref=plan.family_ref, model=model, config=plan.config,
+                               preset=plan.preset, violation=v, command=plan.command, properties=plan.props,
+                               invariants=args.invariants or [], label=plan.label)
+        except OSError as e:
+            raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
+                             f"choose another directory with --traces-dir DIR") from None
+        except (UsageError, ModelError):
+            raise
+        except Exception as e:  # noqa: BLE001 - describe() is model code
+            raise ModelError(f"saving the trace of {v.property}: {model.name}.describe() raised {_exc(e)}") from e
+        report.traces[id(v)] = str(path)
+    return report
 
-    print(file=out)
-    if result.verdict == OK:
-        print(f"verdict: OK: every property holds on all {st.distinct} reachable states"
-              f"{' and every witness was reached' if st.witnesses else ''}", file=out)
-    elif result.verdict == BOUNDED:
-        print(f"verdict: BOUNDED: no violation within the bounds; the search was not exhaustive "
-              f"({_count(st.distinct, 'state')}, depth {st.depth})", file=out)
-    else:
-        names = ", ".join(dict.fromkeys(v.property for v in result.violations))
-        print(f"verdict: VIOLATED: {names}", file=out)
+
+def cmd_check(args: argparse.Namespace, command: str) -> int:
+    """resolve -> run -> render (text, and --json on stdout)."""
+    out: TextIO = sys.stderr if args.json else sys.stdout
+    plan = resolve_check(args, command)
+    if not args.quiet:
+        _check_header(plan, args, out)
+    report = run_check(plan, args, out)
+    print(report.text(), file=out)
     out.flush()
-
     if args.json:
-        doc = {
-            **{k: v for k, v in st.as_dict().items()},
-            "verdict": result.verdict,
-            "violated_property": result.violations[0].property if result.violations else None,
-            "violated_properties": [v.property for v in result.violations],
-            "trace_path": trace_paths[0] if trace_paths else None,
-            "trace_paths": trace_paths,
-            "violations": [{"property": v.property, "kind": v.kind, "message": v.message,
-                            "steps": len(v.path), "trace_path": per_violation.get(id(v)),
-                            **({"loop_start": v.loop_start} if v.loop_start is not None else {})}
-                           for v in result.violations],
-            "liveness": live.as_dict() if live.props else None,
-            "model": model.name,
-            "model_version": str(model.version),
-            "family": family_ref,
-            "preset": preset,
-            "config": config,
-            "engine": getattr(result, "engine", None) or {"engine": "local"},
-        }
-        order = ["distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
-                 "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
-                 "witnesses", "action_counts", "complete", "violations", "model", "model_version",
-                 "family", "preset", "config", "engine", "liveness"]
-        sys.stdout.write(json.dumps({k: doc[k] for k in order}, default=str) + "\n")
+        sys.stdout.write(json.dumps(report.as_json(), default=str) + "\n")
         sys.stdout.flush()
-    if result.verdict == VIOLATED:
-        names = ", ".join(dict.fromkeys(v.property for v in result.violations))
-        where = f"; replay the trace with kmc replay {shlex.quote(trace_paths[0])}" if trace_paths else ""
-        _fail(f"property violated: {names}{where}", command)
+    if report.result.verdict == VIOLATED:
+        paths = report.trace_paths
+        where = f"; replay the trace with kmc replay {shlex.quote(paths[0])}" if paths else ""
+        _fail(f"property violated: {', '.join(report.violated())}{where}", command)
         return EXIT_FAIL
     return EXIT_OK
 

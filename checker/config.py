@@ -6,6 +6,9 @@ value is checked against the family's ``parameters``; anything wrong is a
 ``UsageError`` with a one-line message that names the key, the bad value, what is
 allowed and how to fix it.
 
+A parameter is a ``checker.model.Parameter``, read here by its attributes only: this
+module sits below the model contract and imports none of it.
+
 ``--set`` values arrive as strings and are coerced to the parameter's type::
 
     >>> from checker.model import Parameter
@@ -42,7 +45,7 @@ def suggest(name: str, known: list[str] | tuple[str, ...] | Any) -> str:
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
 
 
-def _range_text(p: Parameter) -> str:
+def _range_text(p: Any) -> str:
     if p.choices is not None:
         return "one of " + ", ".join(_show(c) for c in p.choices)
     if p.minimum is not None and p.maximum is not None:
@@ -60,7 +63,7 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def _example(p: Parameter, style: str = "set") -> str:
+def _example(p: Any, style: str = "set") -> str:
     """A valid example for a parameter, used in the fix part of messages: a
     ``--set`` flag, or (``style="toml"``) a line of a TOML config file."""
     if p.choices:
@@ -82,7 +85,7 @@ def _example(p: Parameter, style: str = "set") -> str:
     return f"--set {p.name}={_show(v)}"
 
 
-def coerce(p: Parameter, value: Any, style: str = "set") -> Any:
+def coerce(p: Any, value: Any, style: str = "set") -> Any:
     """Convert ``value`` (a string from ``--set`` or a TOML scalar) to ``p``'s type
     and check it against ``p``'s choices and range; ``UsageError`` otherwise, whose
     example fix is a ``--set`` flag or (``style="toml"``) a TOML line."""
@@ -174,7 +177,7 @@ def resolve(family: Any, preset: str | None, overrides: Mapping[str, Any], *, st
     its parameters.  ``style`` picks how the fix in a message is written: ``"set"``
     (``--set key=value``) or ``"toml"`` (``key = value``, for a config file).
     """
-    params: Mapping[str, Parameter] = family.parameters
+    params: Mapping[str, Any] = family.parameters
     config = {name: p.default for name, p in params.items()}
     if preset is not None:
         presets = family.presets

@@ -2,7 +2,8 @@
 
 The BFS engines keep only fingerprints and parent links, which is all a safety check
 needs.  Liveness (fair cycles), graph export and conformance covering sets need the
-edges too, so this module explores a *small* configuration again and keeps them.
+edges too: :class:`GraphBuilder` is the search core's visitor that keeps them, for a
+*small* configuration.
 Nodes are numbered in the local engine's visit order (initial states first, then
 level by level in ``actions`` order), so node ids, edge order and everything derived
 from them are deterministic.
@@ -26,10 +27,10 @@ from typing import Any
 
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
-from checker.fingerprint import fingerprint_fn
 from checker.model import Action, Model, State
+from checker.search import Search, Settings, Visitor
 
-__all__ = ["DEFAULT_MAX_STATES", "StateGraph", "explore"]
+__all__ = ["DEFAULT_MAX_STATES", "GraphBuilder", "StateGraph", "explore"]
 
 DEFAULT_MAX_STATES = 200_000
 
@@ -76,52 +77,71 @@ class StateGraph:
         return g
 
 
+class GraphBuilder(Visitor):
+    """The visitor of :mod:`checker.search` that keeps the whole graph: what
+    :func:`explore` runs, and what ``kmc check`` passes to its one search when it
+    has ``eventually`` properties to check.  Beyond ``max_states`` states it
+    raises UsageError (``strict``), or stops recording and sets ``overflow``."""
+
+    def __init__(self, max_states: int = DEFAULT_MAX_STATES, command: str = "", strict: bool = True,
+                 refusal: str | None = None) -> None:
+        self.graph = StateGraph()
+        self.refusal = refusal
+        self.index: dict[int, int] = {}
+        self.max_states = max_states
+        self.command = command
+        self.strict = strict
+        self.overflow = False
+
+    def state(self, fp: int, state: State, depth: int, parent: int | None) -> None:
+        g = self.graph
+        if self.overflow:
+            return
+        if len(g.states) >= self.max_states:
+            if self.strict and self.refusal:
+                raise UsageError(self.refusal)
+            if self.strict:
+                hint = f" (reproduce: {self.command})" if self.command else ""
+                raise UsageError(f"the state graph has more than {self.max_states} states; choose a smaller "
+                                 f"configuration or raise the limit{hint}")
+            self.overflow = True
+            self.graph = StateGraph(complete=False)
+            self.index = {}
+            return
+        n = self.index[fp] = len(g.states)
+        g.states.append(state)
+        g.depth.append(depth)
+        g.parent.append(-1 if parent is None else len(g.edges))
+        g.fingerprints.append(fp)
+        if parent is None:
+            g.initial.append(n)
+
+    def transition(self, src: int, act: Action, dst: int) -> None:
+        if not self.overflow:
+            index = self.index
+            self.graph.edges.append((index[src], act, index[dst]))
+
+    def unexpanded(self, fp: int) -> None:
+        if not self.overflow:
+            self.graph.complete = False
+            self.graph.unexpanded.append(self.index[fp])
+
+
 def explore(model: Model, max_states: int = DEFAULT_MAX_STATES, command: str = "") -> StateGraph:
     """Explore every reachable state of ``model``; refuse beyond ``max_states`` states.
 
     States outside ``model.within_boundary`` are kept but not expanded (as in the BFS
-    engine) and make ``complete`` False.
+    engine) and make ``complete`` False.  The search is :class:`checker.search.Search`
+    with no property and no deadlock check, and a :class:`GraphBuilder`.
     """
-    fp = fingerprint_fn(model)
-    g = StateGraph()
-    index: dict[int, int] = {}
-
-    def add(s: State, depth: int, parent: int) -> int:
-        h = fp(s)
-        n = index.get(h)
-        if n is None:
-            if len(g.states) >= max_states:
-                hint = f" (reproduce: {command})" if command else ""
-                raise UsageError(f"the state graph has more than {max_states} states; choose a smaller "
-                                 f"configuration or raise the limit{hint}")
-            n = index[h] = len(g.states)
-            g.states.append(s)
-            g.depth.append(depth)
-            g.parent.append(parent)
-            g.fingerprints.append(h)
-        return n
-
-    n = -1
+    builder = GraphBuilder(max_states, command)
     try:
-        for s in model.init_states():
-            i = add(s, 0, -1)
-            if i not in g.initial:
-                g.initial.append(i)
-        n = 0
-        while n < len(g.states):
-            s = g.states[n]
-            if not model.within_boundary(s):
-                g.complete = False
-                g.unexpanded.append(n)
-            else:
-                for a in model.actions(s):
-                    t = model.next_state(s, a)
-                    dst = add(t, g.depth[n] + 1, len(g.edges))
-                    g.edges.append((n, a, dst))
-            n += 1
-    except (UsageError, ModelError):
-        raise
-    except Exception as e:  # noqa: BLE001 - model code broke the contract
-        where = "init_states()" if n < 0 else f"expanding a state at depth {g.depth[n]}"
-        raise ModelError(f"exploring the state graph: {where} raised {_exc(e)}") from e
-    return g
+        Search(model, [], Settings(check_deadlock=False), builder).run()
+    except ModelError as e:
+        cause = e.__cause__
+        if cause is None or isinstance(cause, (UsageError, ModelError)):
+            raise
+        depth = getattr(e, "depth", None)
+        where = "init_states()" if depth is None else f"expanding a state at depth {depth}"
+        raise ModelError(f"exploring the state graph: {where} raised {_exc(cause)}") from cause
+    return builder.graph

@@ -50,7 +50,7 @@ from typing import Any, Callable, Sequence
 
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
-from checker.graph import DEFAULT_MAX_STATES, StateGraph, explore
+from checker.graph import DEFAULT_MAX_STATES, GraphBuilder, StateGraph, explore
 from checker.model import EVENTUALLY, Action, Model, Property
 from checker.result import Step, Violation
 
@@ -331,8 +331,9 @@ def _stem(g: StateGraph, out: list[list[int]], can: set, target: set,
 
 class CheckRun:
     """What ``kmc check`` does with ``eventually`` properties: decide up front
-    whether they can be checked (the local engine, no depth bound), explore the
-    whole graph before the safety search, and check them after it.
+    whether they can be checked (the local engine, no depth bound), give the one
+    safety search a graph builder (:meth:`visitor`), and check them on its graph
+    after it.
 
     Properties named with ``--property`` must be checked, so anything in the way
     is a usage error; properties checked by default are skipped with a note
@@ -348,6 +349,7 @@ class CheckRun:
         self.limit = max_states or DEFAULT_MAX_STATES
         self.skipped: str | None = None
         self.graph: StateGraph | None = None
+        self.builder: GraphBuilder | None = None
         self.lassos: list[Lasso] = []
         self.seconds = 0.0
         names = ", ".join(p.name for p in self.props)
@@ -370,48 +372,62 @@ class CheckRun:
     def active(self) -> bool:
         return bool(self.props) and self.skipped is None
 
+    def refusal(self) -> str:
+        one = len(self.explicit) == 1
+        return (f"eventually propert{'y' if one else 'ies'} {', '.join(self.explicit)} need{'s' if one else ''} "
+                f"the whole state graph, which has more than {self.limit} states; choose a smaller preset or "
+                f"raise --max-states (now {self.limit})")
+
+    def visitor(self) -> GraphBuilder | None:
+        """The graph builder to pass to the one search (None: nothing to build).
+        Named properties refuse a graph beyond the limit as soon as it is reached;
+        properties checked by default give up the graph and are skipped."""
+        if not self.active:
+            return None
+        self.builder = GraphBuilder(self.limit, self.command, strict=bool(self.explicit),
+                                    refusal=self.refusal() if self.explicit else None)
+        return self.builder
+
     def before_search(self) -> None:
-        """Named properties: build the graph before the safety search, so that a
-        graph too large is refused before a long run."""
-        if self.active and self.explicit:
-            self._explore()
+        """Nothing any more: the graph is built during the search (see visitor);
+        kept for callers of the old two-pass protocol."""
 
     def after_search(self, result: Any, keep_going: bool) -> list[Violation]:
-        """Check the properties; the violations found, as lassos.  Properties
-        checked by default are checked only after an exhaustive safety search of
-        a state space that fits the limit: its state count is the graph's, so a
-        large preset costs nothing extra."""
+        """Check the properties on the graph the search built; the violations
+        found, as lassos.  Properties checked by default are checked only after an
+        exhaustive safety search of a state space that fits the limit.  Named
+        properties are checked whatever stopped the safety search: if it stopped
+        early (the first violation, a bound), the graph is explored on its own."""
         if not self.active:
             return []
-        if self.graph is None:
+        st = result.stats
+        builder = self.builder
+        if builder is not None and st.complete and not builder.overflow:
+            self.graph = builder.graph
+        elif self.explicit:
+            self._explore()
+        else:
             names = ", ".join(p.name for p in self.props)
-            st = result.stats
             if not st.complete:
                 why = ("the first violation stopped the search (--continue checks them too)"
                        if result.violations and not keep_going else "the search stopped at its bounds")
                 self.skipped = f"{names} not checked: {why}"
                 return []
-            if st.distinct > self.limit:
+            if st.distinct > self.limit or builder is None or builder.overflow:
                 self.skipped = (f"{names} not checked: the state graph has {st.distinct} states, more than "
                                 f"{self.limit} (raise --max-states, or name them with --property)")
                 return []
-            self._explore()
         t = time.perf_counter()
         self.lassos = check_liveness(self.graph, self.model, self.props)
         self.seconds += time.perf_counter() - t
         return [to_violation(v) for v in self.lassos]
 
     def _explore(self) -> None:
-
-
         t = time.perf_counter()
         try:
             self.graph = explore(self.model, max_states=self.limit)
         except UsageError:
-            raise UsageError(f"eventually propert{'y' if len(self.explicit) == 1 else 'ies'} "
-                             f"{', '.join(self.explicit)} need{'s' if len(self.explicit) == 1 else ''} the "
-                             f"whole state graph, which has more than {self.limit} states; choose a smaller "
-                             f"preset or raise --max-states (now {self.limit})") from None
+            raise UsageError(self.refusal()) from None
         self.seconds = time.perf_counter() - t
 
     def summary(self) -> str:

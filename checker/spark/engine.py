@@ -50,11 +50,11 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from checker import bfs
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, format_fingerprint
 from checker.model import ALWAYS, SOMETIMES, Model, Property
 from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
+from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, peak_memory, replay_chain
 from checker.spark import tasks
 from checker.spark.tasks import KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, error_order, ident
 
@@ -92,6 +92,7 @@ def check(
     partitions: int | None = None,
     checkpoint: str | None = None,
     resume: str | None = None,
+    settings: Settings | None = None,
 ) -> SparkCheckResult:
     """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
 
@@ -101,7 +102,13 @@ def check(
     ``checkpoint``: a directory (local path or Hadoop URL) where every finished
     level is saved; ``resume``: a directory written by ``checkpoint`` to go on from
     (the resumed run goes on saving there unless ``checkpoint`` names another).
+    ``settings`` (a :class:`checker.search.Settings`, the local engine's), when
+    given, replaces the keyword bounds.
     """
+    if settings is not None:
+        max_depth, max_states, keep_going = settings.max_depth, settings.max_states, settings.keep_going
+        check_deadlock, progress = settings.check_deadlock, settings.progress
+        progress_interval = settings.progress_interval
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
         raise UsageError(f"max_depth must be a non-negative integer, not {max_depth!r}")
     if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1):
@@ -169,7 +176,8 @@ class _Run:
         self.progress = progress
         # checker.bfs's search object: validates the properties, runs the initial
         # states, words every message; it never runs the main loop here.
-        self.search = bfs.Search(model, props, max_depth, max_states, keep_going, check_deadlock, None, interval)
+        self.search = Search(model, props, Settings(max_depth=max_depth, max_states=max_states, keep_going=keep_going,
+                                                       check_deadlock=check_deadlock, progress_interval=interval))
         self.index = {p.name: i for i, p in enumerate(props)}
         self.fp = fingerprint_fn(model)
         self.levels: list[dict] = []
@@ -268,10 +276,10 @@ class _Run:
         self.stored_at_level = sys.maxsize
         self.counts: dict[str, int] = {}
         self.generated = 0
-        self.sample_left = bfs.SAMPLE_SIZE
+        self.sample_left = SAMPLE_SIZE
         try:
-            frontier = s._initial()
-        except bfs.StopSearch:
+            frontier = s.initial()
+        except StopSearch:
             self.cut, self.stopped = s.cut, s.stopped
             self.distinct = len(s.visited)
             self.found = list(s.found)
@@ -497,7 +505,7 @@ class _Run:
     # -- records of violations (the shape of checker.bfs's ``found``) ------------------
 
     def _message(self, name: str, what: str) -> str:
-        return self.search._message(name, what)
+        return self.search.message(name, what)
 
     def _dead_record(self, dead) -> tuple:
         return (DEADLOCK, "deadlock", dead[3], None, DEADLOCK_MESSAGE)
@@ -580,7 +588,7 @@ class _Run:
     # -- the level at max_depth --------------------------------------------------------
 
     def _boundary_level(self, L) -> None:
-        """checker.bfs._boundary_level: states at max_depth are not expanded; one
+        """checker.search.Search._boundary_level: states at max_depth are not expanded; one
         with enabled actions means the bound cut the search, one without may be a
         deadlock.  The local engine returns early (at the first state with actions,
         or at the deadlock), so only errors before that point count."""
@@ -645,7 +653,7 @@ class _Run:
             depth=depth,
             seconds=seconds,
             states_per_second=self.distinct / seconds if seconds > 0 else 0.0,
-            peak_memory_bytes=bfs.peak_memory(),
+            peak_memory_bytes=peak_memory(),
             action_counts=dict(self.counts),
             witnesses=dict(self.witnesses),
             complete=complete,
@@ -685,7 +693,7 @@ class _Run:
             t = self.model.next_state(prev, act)
             got = self.fp(t)
             if got != h:
-                raise self.search._nondeterministic(act, prev, len(path) - 1, h, got)
+                raise self.search.nondeterministic(act, prev, len(path) - 1, h, got)
             path.append(Step(act, t, got))
             if message is None:
                 message = self._message(name, f"is broken by the last step, {act}")
@@ -703,7 +711,7 @@ class _Run:
 
     def _rebuild(self, fp: int) -> list[Step]:
         """Follow the parent links back to an initial state, then replay forwards
-        (checker.bfs._rebuild, with the links on the executors)."""
+        (checker.search.Search.rebuild, with the links on the executors)."""
         chain = []
         cur = fp
         while True:
@@ -716,7 +724,7 @@ class _Run:
                 break
             cur = par
         chain.reverse()
-        return bfs.replay_chain(self.model, self.fp, chain)
+        return replay_chain(self.model, self.fp, chain)
 
     # -- model errors, re-derived on the driver ---------------------------------------
 
@@ -744,37 +752,37 @@ class _Run:
                         raise ModelError(msg)
                     acts = model.actions(s)
                     if type(acts) is not list:
-                        acts = search._as_list(acts, s, d)
+                        acts = search.as_list(acts, s, d)
                     if not acts:
                         model.is_terminal(s)
                 except ModelError:
                     raise
                 except Exception as e:  # noqa: BLE001
-                    raise search._error("actions(state) or is_terminal(state)", s, d, e) from e
+                    raise search.error("actions(state) or is_terminal(state)", s, d, e) from e
                 raise ModelError(msg)
             within_overridden = getattr(type(model), "within_boundary", None) is not Model.within_boundary
             if within_overridden or boundary:
                 try:
                     inside = model.within_boundary(s)
                 except Exception as e:  # noqa: BLE001
-                    raise search._error("within_boundary(state)", s, d, e) from e
+                    raise search.error("within_boundary(state)", s, d, e) from e
                 if not inside:
                     raise ModelError(msg)
             try:
                 acts = model.actions(s)
             except Exception as e:  # noqa: BLE001
-                raise search._error("actions(state)", s, d, e) from e
+                raise search.error("actions(state)", s, d, e) from e
             if type(acts) is not list and (boundary or type(acts) is not tuple):
-                acts = search._as_list(acts, s, d)
+                acts = search.as_list(acts, s, d)
             if kind == "state" and not boundary:
-                search._check_actions(s, acts, d)
+                search.check_actions(s, acts, d)
                 if len(acts) > tasks.MAX_INDEX:
                     raise ModelError(msg)
             if kind == "terminal":
                 try:
                     model.is_terminal(s)
                 except Exception as e:  # noqa: BLE001
-                    raise search._error("is_terminal(state)", s, d, e) from e
+                    raise search.error("is_terminal(state)", s, d, e) from e
             raise ModelError(msg)
         a = list(model.actions(s))[idx]
         if kind == "trans":
@@ -782,12 +790,12 @@ class _Run:
                 try:
                     t = model.next_state(s, a)
                 except Exception as e:  # noqa: BLE001
-                    raise search._error("next_state(state, action)", s, d, e, act=a) from e
-                search._check_successor(s, a, t, d)
+                    raise search.error("next_state(state, action)", s, d, e, act=a) from e
+                search.check_successor(s, a, t, d)
                 try:
                     self.fp(t)
                 except Exception as e:  # noqa: BLE001
-                    raise search._error("encode(state)", t, d + 1, e, via=a) from e
+                    raise search.error("encode(state)", t, d + 1, e, via=a) from e
                 raise ModelError(msg)
             t = model.next_state(s, a)
             checks = self._active_at(self.active_steps, key)
@@ -798,10 +806,10 @@ class _Run:
                 else:
                     chk = None
             except Exception as e:  # noqa: BLE001
-                raise search._error(f"the predicate of step property {chk[0]!r}", s, d, e, act=a) from e
+                raise search.error(f"the predicate of step property {chk[0]!r}", s, d, e, act=a) from e
             if chk is not None:
                 for name, pred in checks:
-                    search._call_pred(name, pred, (s, a, t), s, d, a, kind="step property")
+                    search.call_pred(name, pred, (s, a, t), s, d, a, kind="step property")
             raise ModelError(msg)
         # kind == "new": the witnesses, then the state properties, of a new state
         t = model.next_state(s, a)
@@ -814,10 +822,10 @@ class _Run:
             else:
                 chk = None
         except Exception as e:  # noqa: BLE001
-            raise search._error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
+            raise search.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
         if chk is not None:
             for name, pred in wits:
-                search._call_pred(name, pred, (t,), t, d1, None, kind="sometimes property")
+                search.call_pred(name, pred, (t,), t, d1, None, kind="sometimes property")
         checks = self._active_at(self.active_props, key)
         try:
             for chk in checks:
@@ -826,10 +834,10 @@ class _Run:
             else:
                 chk = None
         except Exception as e:  # noqa: BLE001
-            raise search._error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
+            raise search.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
         if chk is not None:
             for name, pred in checks:
-                search._call_pred(name, pred, (t,), t, d1, None)
+                search.call_pred(name, pred, (t,), t, d1, None)
         raise ModelError(msg)
 
     # -- checkpoints --------------------------------------------------------------------

@@ -65,6 +65,7 @@ from pyspark.accumulators import AccumulatorParam
 
 from checker.errors import ModelError
 from checker.model import Model
+from checker.search import Search, Settings
 
 TAG_PART = 0
 TAG_CAND = 1
@@ -128,14 +129,13 @@ class Context:
     def __init__(self, payload: bytes) -> None:
         from pyspark import cloudpickle
 
-        from checker.bfs import Search
         model, props, check_deadlock = cloudpickle.loads(payload)
         self.model: Model = model
         self.props = list(props)
         self.check_deadlock = check_deadlock
         # checker.bfs's own search object, used for its contract checks and its error
         # messages only, so that both engines word every failure the same way.
-        self.search = Search(model, self.props, None, None, True, check_deadlock, None, 2.0)
+        self.search = Search(model, self.props, Settings(keep_going=True, check_deadlock=check_deadlock))
         t = type(model)
         self.within = None if getattr(t, "within_boundary", None) is Model.within_boundary else model.within_boundary
         self.encode = None if getattr(t, "encode", None) is Model.encode else model.encode
@@ -280,7 +280,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 inside = model.within_boundary(s)
             except Exception as e:  # noqa: BLE001
                 _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
-                                     _message(search._error("within_boundary(state)", s, level, e))))
+                                     _message(search.error("within_boundary(state)", s, level, e))))
                 continue
             if not inside:
                 continue
@@ -288,13 +288,13 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             acts = actions(s)
         except Exception as e:  # noqa: BLE001
             _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
-                                 _message(search._error("actions(state)", s, level, e))))
+                                 _message(search.error("actions(state)", s, level, e))))
             continue
         try:
             if type(acts) is not list and (boundary or type(acts) is not tuple):
-                acts = search._as_list(acts, s, level)
+                acts = search.as_list(acts, s, level)
             if sample and not boundary and not counting:
-                search._check_actions(s, acts, level)
+                search.check_actions(s, acts, level)
         except ModelError as e:
             _keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1, _message(e)))
             continue
@@ -324,18 +324,18 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 t = next_state(s, a)
             except Exception as e:  # noqa: BLE001
                 _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
-                                     _message(search._error("next_state(state, action)", s, level, e, act=a))))
+                                     _message(search.error("next_state(state, action)", s, level, e, act=a))))
                 break
             if sample and not counting:
                 sample -= 1
                 try:
-                    search._check_successor(s, a, t, level)
+                    search.check_successor(s, a, t, level)
                 except ModelError as e:
                     _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, _message(e)))
                     break
                 except Exception as e:  # noqa: BLE001 - next_state raised on the second call
                     _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, _message(
-                        search._error("next_state(state, action)", s, level, e, act=a))))
+                        search.error("next_state(state, action)", s, level, e, act=a))))
                     break
             name = a[0]
             counts[name] = cget(name, 0) + 1
@@ -347,7 +347,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                                "little", signed=True)
             except Exception as e:  # noqa: BLE001
                 _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
-                                     _message(search._error("encode(state)", t, d1, e, via=a))))
+                                     _message(search.error("encode(state)", t, d1, e, via=a))))
                 break
             if step_checks:
                 done = None
@@ -355,7 +355,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                     try:
                         ok = chk[0](s, a, t)
                     except Exception as e:  # noqa: BLE001
-                        _keep_error(errors, (tkey, PH_STEP, chk[1], "trans", sfp, i, _message(search._error(
+                        _keep_error(errors, (tkey, PH_STEP, chk[1], "trans", sfp, i, _message(search.error(
                             f"the predicate of step property {props[chk[1]].name!r}", s, level, e, act=a))))
                         done = (done or []) + [chk]
                         continue
@@ -405,14 +405,14 @@ def _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, in
             if pred(t):
                 flags.append((index, p, REACHED, None))
         except Exception as e:  # noqa: BLE001
-            flags.append((index, p, WITNESS_RAISED, _message(search._error(
+            flags.append((index, p, WITNESS_RAISED, _message(search.error(
                 f"the predicate of sometimes property {props[p].name!r}", t, d1, e, via=a))))
     for pred, p in state_checks:
         try:
             if not pred(t):
                 flags.append((index, p, FAILED, None))
         except Exception as e:  # noqa: BLE001
-            flags.append((index, p, PROP_RAISED, _message(search._error(
+            flags.append((index, p, PROP_RAISED, _message(search.error(
                 f"the predicate of property {props[p].name!r}", t, d1, e, via=a))))
 
 
@@ -421,7 +421,7 @@ def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dic
         terminal = ctx.model.is_terminal(s)
     except Exception as e:  # noqa: BLE001
         _keep_error(stats["errors"], (key, PH_DEAD, -1, "terminal", sfp, -1,
-                                      _message(ctx.search._error("is_terminal(state)", s, level, e))))
+                                      _message(ctx.search.error("is_terminal(state)", s, level, e))))
         return
     if not terminal:
         stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)

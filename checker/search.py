@@ -1,0 +1,690 @@
+"""The search core: one breadth-first search that every consumer drives.
+
+The local engine (:mod:`checker.bfs`), the state-graph builder
+(:mod:`checker.graph`, hence liveness, ``kmc graph`` and conformance covering
+sets) and ``kmc check`` with ``eventually`` properties all run :class:`Search`;
+each Spark partition uses its public checks and messages (``check_actions``,
+``check_successor``, ``call_pred``, ``error``), so both engines word every
+failure the same way.  The split follows Stateright's: the model contract
+(:mod:`checker.model`), a settings object (:class:`Settings`, shared by both
+engines), and a visitor (:class:`Visitor`) that sees every stored state and every
+transition, which is how the graph is built during the one search.
+
+Property bookkeeping lives here only: which ``always``, step and ``sometimes``
+properties are still checked, the violations found (``found``), the witnesses'
+depths, and the counterexample paths rebuilt from the parent links.
+
+
+Level by level from the initial states, in the order the model gives them
+(``init_states`` order, then ``actions`` order), so the visit order, the statistics
+and every counterexample depend only on the model.  Distinct states are keyed by
+fingerprint (checker.fingerprint).  The visited map holds, for each fingerprint, the
+fingerprint of the state it was first reached from and the index of the action in
+that state's action list (an initial state holds ``None`` and its index in
+``init_states``); states themselves live only in the current and next frontier.  A
+counterexample is rebuilt from those links by replaying the model from its initial
+state, checking every fingerprint on the way.
+
+What is checked:
+
+- every ``always`` state property on every distinct state, initial ones included;
+- every step property (``prop.step``) on every generated transition
+  ``(prev, action, next)``, whether or not ``next`` is new;
+- every ``sometimes`` property on every distinct state until it first holds; the
+  depth of that state goes in ``stats.witnesses``;
+- deadlock (``check_deadlock``): a state inside the boundary with no enabled action
+  that the model does not call terminal.  States outside ``within_boundary`` are
+  checked but not expanded and are never deadlocks.
+
+Shortest counterexamples: states are discovered in order of depth, so the first
+violation found for a property has a shortest path.  When the search stops at the
+first violation (``keep_going=False``) the reported violation is a shortest one over
+all properties and deadlock: a property found failing on a state of depth d+1 while
+level d is expanded is reported only after the rest of level d has been scanned for
+a deadlock (a deadlock there has a shorter path, d, and is reported instead).
+
+Bounds: ``max_depth`` stops expanding states at that depth (they are still checked,
+and checked for deadlock); ``max_states`` stops the search when a new state would be
+stored beyond that many.  A bound that cut the search makes ``stats.complete`` False
+and the verdict BOUNDED unless something failed.  Stopping at the first violation
+also leaves ``stats.complete`` False: the counts are then those of a partial search.
+
+A model that raises (``actions``, ``next_state``, ``encode``, a predicate...) stops
+the search with a ModelError that names the call, the action, the depth and the
+state; the original exception is chained.
+
+Garbage collection: every object a search makes lives until the search ends (the
+frontier, the visited map) or dies by reference counting (successors seen
+before), so the cyclic collector only burns time walking the growing heap;
+:meth:`Search.run` freezes what exists (``gc.freeze``) and turns the collector
+off for the search, then restores it.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import Sequence, TextIO
+
+from checker.errors import ModelError, UsageError
+from checker.fingerprint import fingerprint_fn, format_fingerprint, validate_state
+from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
+from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
+
+__all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "describe_state", "peak_memory",
+           "SAMPLE_SIZE"]
+
+SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start of a search
+PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How far and how a search goes; the same object for both engines.
+
+    ``max_depth``: states at that depth are checked but not expanded;
+    ``max_states``: stop when a new state would be stored beyond that many;
+    ``keep_going``: go on after a violation (report every violated property);
+    ``check_deadlock``: report a non-terminal state with no enabled action;
+    ``progress``: where a progress line goes every ``progress_interval`` seconds;
+    ``collect_garbage``: leave the cyclic garbage collector on during the search
+    (off by default: see the module docstring).
+    """
+
+    max_depth: int | None = None
+    max_states: int | None = None
+    keep_going: bool = False
+    check_deadlock: bool = True
+    progress: TextIO | None = None
+    progress_interval: float = 2.0
+    collect_garbage: bool = False
+
+    def validate(self) -> "Settings":
+        """UsageError on bounds that make no sense; returns self."""
+        d, n = self.max_depth, self.max_states
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0):
+            raise UsageError(f"max_depth must be a non-negative integer, not {d!r}")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise UsageError(f"max_states must be a positive integer, not {n!r}")
+        return self
+
+
+class Visitor:
+    """What a consumer sees of a search, besides its result.
+
+    ``state(fp, state, depth, parent)`` is called for every state stored, in the
+    order they are stored (``parent`` is None for an initial state, else the
+    parent's fingerprint); ``transition(src_fp, action, dst_fp)`` for every
+    transition generated, in exploration order, after ``state`` for the
+    destination if it was new; ``unexpanded(fp)`` for a state outside the model's
+    boundary.  A visitor may raise to stop the search (a UsageError for a limit)."""
+
+    def state(self, fp: int, state: State, depth: int, parent: int | None) -> None:
+        pass
+
+    def transition(self, src: int, act: Action, dst: int) -> None:
+        pass
+
+    def unexpanded(self, fp: int) -> None:
+        pass
+
+
+class StopSearch(BaseException):
+    """Unwinds the search loop (first violation, or max_states reached).
+    A BaseException so that no ``except Exception`` on the way can swallow it."""
+
+
+def describe_state(model: Model, state: State) -> str:
+    try:
+        return json.dumps(model.describe(state), default=repr)
+    except Exception:
+        try:
+            return repr(state)
+        except Exception:
+            return f"<unprintable {type(state).__name__}>"
+
+
+def peak_memory() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
+
+
+class Search:
+    """One search of ``model`` for ``props`` under ``settings``; :meth:`run` gives
+    the CheckResult.  ``visitor`` (optional) sees every state and transition."""
+
+    def __init__(self, model: Model, props: Sequence[Property], settings: Settings | None = None,
+                 visitor: Visitor | None = None) -> None:
+        settings = (settings or Settings()).validate()
+        self.settings = settings
+        self.model = model
+        self.max_depth = settings.max_depth
+        self.max_states = settings.max_states
+        self.keep_going = settings.keep_going
+        self.check_deadlock = settings.check_deadlock
+        self.progress = settings.progress
+        self.interval = float(settings.progress_interval)
+        self.visitor = visitor
+
+        seen: set[str] = set()
+        for p in props:
+            if not isinstance(p, Property):
+                raise ModelError(f"properties must be checker.model.Property objects, got {type(p).__name__}: {p!r}")
+            if p.name in seen or p.name == DEADLOCK:
+                raise ModelError(f"two properties are named {p.name!r} (or it clashes with {DEADLOCK!r}); names must be unique")
+            seen.add(p.name)
+        self.props = {p.name: p for p in props}
+        # Active checks as (name, predicate) lists; a property leaves its list once
+        # it has failed (always) or been witnessed (sometimes).  The hot loop reloads
+        # them after every rare-path call.
+        self.state_checks = [(p.name, p.predicate) for p in props if p.kind == ALWAYS and not p.step]
+        self.step_checks = [(p.name, p.predicate) for p in props if p.kind == ALWAYS and p.step]
+        self.wit_checks = [(p.name, p.predicate) for p in props if p.kind == SOMETIMES]
+        self.witnesses: dict[str, int | None] = {p.name: None for p in props if p.kind == SOMETIMES}
+
+        self.visited: dict[int, tuple[int | None, int]] = {}
+        self.counts: dict[str, int] = {}
+        self.found: list[tuple] = []          # (name, kind, fp, step-extra, message) in order found
+        self.found_names: set[str] = set()
+        self.level = 0                        # depth of the level being expanded
+        self.nxt: list = []                   # next frontier (for progress lines)
+        self.stored_at_level = sys.maxsize    # distinct states stored when the level began
+        self.frontier_iter = None             # rest of the level, for the deadlock scan
+        self.cut = False                      # a bound cut the search
+        self.stopped = False                  # stopped at the first violation
+        self.fp = fingerprint_fn(model)
+        self.start = time.perf_counter()
+        self.last_report = self.start
+
+    # -- driver -----------------------------------------------------------------
+
+    def run(self) -> CheckResult:
+        collecting = gc.isenabled() and not self.settings.collect_garbage
+        if collecting:
+            gc.freeze()
+            gc.disable()
+        try:
+            frontier = self.initial()
+            self.explore(frontier)
+        except StopSearch:
+            pass
+        finally:
+            if collecting:
+                gc.enable()
+                gc.unfreeze()
+        seconds = time.perf_counter() - self.start
+        complete = not (self.cut or self.stopped)
+        # Every state stored after the current level began is one level deeper.
+        depth = self.level + (1 if len(self.visited) > self.stored_at_level else 0)
+
+        violations = [self.violation(*rec) for rec in self.found]
+        if complete:
+            for name, at in self.witnesses.items():
+                if at is None:
+                    violations.append(Violation(
+                        property=name, kind=SOMETIMES, path=[],
+                        message="witness never reached: the always-properties may hold vacuously",
+                    ))
+        stats = Stats(
+            distinct=len(self.visited),
+            generated=sum(self.counts.values()),
+            depth=depth,
+            seconds=seconds,
+            states_per_second=len(self.visited) / seconds if seconds > 0 else 0.0,
+            peak_memory_bytes=peak_memory(),
+            action_counts=dict(self.counts),
+            witnesses=dict(self.witnesses),
+            complete=complete,
+        )
+        verdict = VIOLATED if violations else (OK if complete else BOUNDED)
+        return CheckResult(verdict, violations, stats)
+
+    def initial(self) -> list:
+        model = self.model
+        try:
+            inits = list(model.init_states())
+        except Exception as e:
+            raise ModelError(f"init_states() raised {type(e).__name__}: {e}") from e
+        if not inits:
+            raise ModelError("the model has no initial state: init_states() returned nothing")
+        frontier = []
+        visited = self.visited
+        cap = self.max_states
+        for i, s in enumerate(inits):
+            if s is None:
+                raise ModelError(f"initial state #{i} is None")
+            try:
+                validate_state(s, "initial state")
+            except ModelError as e:
+                raise ModelError(f"{e} (initial state #{i})") from None
+            h = self._encode_fp(s, 0, None, "init_states")
+            if h in visited:
+                continue
+            if cap is not None and len(visited) >= cap:
+                self.cut = True
+                raise StopSearch
+            visited[h] = (None, i)
+            if self.visitor is not None:
+                self.visitor.state(h, s, 0, None)
+            self._new_state(s, h, 0)
+            frontier.append((h, s))
+        return frontier
+
+    def _new_state(self, t, h, depth) -> None:
+        """Checks on a state stored for the first time (slow path, initial states)."""
+        if self.wit_checks:
+            self._witness(t, depth)
+        for name, pred in self.state_checks:
+            if not self.call_pred(name, pred, (t,), t, depth, None):
+                self._state_failures(t, h, depth)
+                break
+
+    # -- the hot loop -------------------------------------------------------------
+
+    def explore(self, frontier: list) -> None:
+        model = self.model
+        visited = self.visited
+        counts = self.counts
+        cget = counts.get
+        actions = model.actions
+        next_state = model.next_state
+        within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
+        enc = None if getattr(type(model), "encode", None) is Model.encode else model.encode
+        b2 = blake2b
+        from_bytes = int.from_bytes
+        cap = self.max_states if self.max_states is not None else sys.maxsize
+        max_depth = self.max_depth
+        state_checks = self.state_checks
+        step_checks = self.step_checks
+        wit_checks = self.wit_checks
+        visitor = self.visitor
+        on_state = visitor.state if visitor is not None else None
+        on_edge = visitor.transition if visitor is not None else None
+        sample = SAMPLE_SIZE
+        tick = PROGRESS_EVERY
+        reporting = self.progress is not None
+
+        depth = 0
+        while frontier:
+            self.level = depth
+            self.stored_at_level = len(visited)
+            if max_depth is not None and depth >= max_depth:
+                self._boundary_level(frontier, depth)
+                return
+            nxt = []
+            self.nxt = nxt
+            append = nxt.append
+            it = iter(frontier)
+            self.frontier_iter = it
+            d1 = depth + 1
+            pos = 0
+            for sfp, s in it:
+                pos += 1
+                tick -= 1
+                if not tick:
+                    tick = PROGRESS_EVERY
+                    if reporting:
+                        now = time.perf_counter()
+                        if now - self.last_report >= self.interval:
+                            self._report(len(frontier) - pos + len(nxt), depth)
+                if within is not None:
+                    try:
+                        inside = within(s)
+                    except Exception as e:
+                        raise self.error("within_boundary(state)", s, depth, e) from e
+                    if not inside:
+                        if visitor is not None:
+                            visitor.unexpanded(sfp)
+                        continue
+                try:
+                    acts = actions(s)
+                except Exception as e:
+                    raise self.error("actions(state)", s, depth, e) from e
+                if type(acts) is not list and type(acts) is not tuple:
+                    acts = self.as_list(acts, s, depth)
+                if sample:
+                    self.check_actions(s, acts, depth)
+                if not acts:
+                    if self.check_deadlock:
+                        self._dead_end(sfp, s, depth)
+                    continue
+                for i, a in enumerate(acts):
+                    try:
+                        t = next_state(s, a)
+                    except Exception as e:
+                        raise self.error("next_state(state, action)", s, depth, e, act=a) from e
+                    if sample:
+                        sample -= 1
+                        self.check_successor(s, a, t, depth)
+                    name = a[0]
+                    counts[name] = cget(name, 0) + 1
+                    try:
+                        h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                       "little", signed=True)
+                    except Exception as e:
+                        raise self.error("encode(state)", t, d1, e, via=a) from e
+                    if step_checks:
+                        try:
+                            for chk in step_checks:
+                                if not chk[1](s, a, t):
+                                    break
+                            else:
+                                chk = None
+                        except Exception as e:
+                            raise self.error(f"the predicate of step property {chk[0]!r}", s, depth, e, act=a) from e
+                        if chk is not None:
+                            self._step_failures(s, sfp, i, a, t, h, depth)
+                            step_checks = self.step_checks
+                    if h in visited:
+                        if on_edge is not None:
+                            on_edge(sfp, a, h)
+                        continue
+                    if len(visited) >= cap:
+                        self.cut = True
+                        raise StopSearch
+                    visited[h] = (sfp, i)
+                    if on_edge is not None:
+                        on_state(h, t, d1, sfp)
+                        on_edge(sfp, a, h)
+                    if wit_checks:
+                        try:
+                            for chk in wit_checks:
+                                if chk[1](t):
+                                    break
+                            else:
+                                chk = None
+                        except Exception as e:
+                            raise self.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
+                        if chk is not None:
+                            self._witness(t, d1)
+                            wit_checks = self.wit_checks
+                    if state_checks:
+                        try:
+                            for chk in state_checks:
+                                if not chk[1](t):
+                                    break
+                            else:
+                                chk = None
+                        except Exception as e:
+                            raise self.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
+                        if chk is not None:
+                            self._state_failures(t, h, d1)
+                            state_checks = self.state_checks
+                    append((h, t))
+            frontier = nxt
+            depth = d1
+        self.nxt = []
+
+    # -- rare paths -------------------------------------------------------------------
+
+    def _boundary_level(self, frontier, depth) -> None:
+        """States at max_depth: checked already, not expanded; a state with enabled
+        actions means the bound cut the search, one with none may be a deadlock."""
+        self.nxt = []
+        model = self.model
+        for sfp, s in frontier:
+            try:
+                if not model.within_boundary(s):
+                    continue
+            except Exception as e:
+                raise self.error("within_boundary(state)", s, depth, e) from e
+            try:
+                acts = model.actions(s)
+            except Exception as e:
+                raise self.error("actions(state)", s, depth, e) from e
+            if type(acts) is not list:
+                acts = self.as_list(acts, s, depth)
+            if acts:
+                self.cut = True
+                if not self.check_deadlock or DEADLOCK in self.found_names:
+                    return
+            elif self.check_deadlock:
+                self._dead_end(sfp, s, depth)
+
+    def _dead_end(self, sfp, s, depth) -> None:
+        if DEADLOCK in self.found_names:
+            return
+        try:
+            terminal = self.model.is_terminal(s)
+        except Exception as e:
+            raise self.error("is_terminal(state)", s, depth, e) from e
+        if not terminal:
+            self._record(DEADLOCK, "deadlock", sfp, None, depth,
+                         "no action is enabled in the last state and model.is_terminal() is False")
+
+    def _witness(self, t, depth) -> None:
+        keep = []
+        for name, pred in self.wit_checks:
+            if self.call_pred(name, pred, (t,), t, depth, None, kind="sometimes property"):
+                self.witnesses[name] = depth
+            else:
+                keep.append((name, pred))
+        self.wit_checks = keep
+
+    def _state_failures(self, t, h, depth) -> None:
+        failed = [name for name, pred in self.state_checks
+                  if not self.call_pred(name, pred, (t,), t, depth, None)]
+        self.state_checks = [c for c in self.state_checks if c[0] not in failed]
+        for name in failed:
+            self._record(name, ALWAYS, h, None, depth, self.message(name, "does not hold in the last state"))
+
+    def _step_failures(self, s, sfp, i, a, t, h, depth) -> None:
+        failed = [name for name, pred in self.step_checks
+                  if not self.call_pred(name, pred, (s, a, t), s, depth, a, kind="step property")]
+        self.step_checks = [c for c in self.step_checks if c[0] not in failed]
+        for name in failed:
+            self._record(name, ALWAYS, sfp, (i, h), depth + 1,
+                         self.message(name, f"is broken by the last step, {a}"))
+
+    def message(self, name, what) -> str:
+        rationale = self.props[name].rationale
+        return f"{name} {what}" + (f": {rationale}" if rationale else "")
+
+    def _record(self, name, kind, fp, extra, length, message) -> None:
+        if name in self.found_names:
+            return
+        self.found_names.add(name)
+        self.found.append((name, kind, fp, extra, message))
+        if self.keep_going:
+            return
+        self.stopped = True
+        if length > self.level and self.check_deadlock and name != DEADLOCK and self.frontier_iter is not None:
+            self._scan_for_shorter_deadlock()
+        raise StopSearch
+
+    def _scan_for_shorter_deadlock(self) -> None:
+        """A violation one level deeper was found: a deadlock in the rest of the
+        current level has a shorter path, so it is reported instead."""
+        model = self.model
+        depth = self.level
+        for sfp, s in self.frontier_iter:
+            try:
+                if not model.within_boundary(s):
+                    continue
+                acts = model.actions(s)
+                if type(acts) is not list:
+                    acts = self.as_list(acts, s, depth)
+                if acts or model.is_terminal(s):
+                    continue
+            except ModelError:
+                raise
+            except Exception as e:
+                raise self.error("actions(state) or is_terminal(state)", s, depth, e) from e
+            self.found = [(DEADLOCK, "deadlock", sfp, None,
+                           "no action is enabled in the last state and model.is_terminal() is False")]
+            self.found_names = {DEADLOCK}
+            return
+
+    def call_pred(self, name, pred, args, state, depth, act, kind="property"):
+        try:
+            return pred(*args)
+        except Exception as e:
+            raise self.error(f"the predicate of {kind} {name!r}", state, depth, e, act=act) from e
+
+    def as_list(self, acts, s, depth) -> list:
+        if isinstance(acts, (set, frozenset, dict)):
+            raise ModelError(
+                f"actions(state) returned a {type(acts).__name__} at depth {depth}, whose order is not "
+                f"deterministic; return a list in a fixed order. State: {describe_state(self.model, s)}"
+            )
+        try:
+            return list(acts)
+        except Exception as e:
+            raise self.error("actions(state) (while iterating its result)", s, depth, e) from e
+
+    def check_actions(self, s, acts, depth) -> None:
+        """On the first states: actions are Action records and deterministic."""
+        for a in acts:
+            if not isinstance(a, Action):
+                raise ModelError(
+                    f"actions(state) returned {a!r} ({type(a).__name__}) at depth {depth}; actions must be "
+                    f"checker.model.Action records built with action(name, **args). State: {describe_state(self.model, s)}"
+                )
+            try:
+                validate_state(a.args, f"the arguments of action {a.name}")
+            except ModelError as e:
+                raise ModelError(f"{e} (action arguments must be JSON-representable)") from None
+        try:
+            again = list(self.model.actions(s))
+        except Exception as e:
+            raise self.error("actions(state)", s, depth, e) from e
+        if again != list(acts):
+            raise ModelError(
+                f"actions(state) is not deterministic: two calls on the same state at depth {depth} returned "
+                f"[{', '.join(map(str, acts))}] then [{', '.join(map(str, again))}]. State: {describe_state(self.model, s)}"
+            )
+
+    def check_successor(self, s, a, t, depth) -> None:
+        """On the first successors: plain-value states, deterministic next_state."""
+        if t is None:
+            raise ModelError(
+                f"next_state(state, {a}) returned None at depth {depth} (a missing return?). "
+                f"State: {describe_state(self.model, s)}"
+            )
+        try:
+            validate_state(t, "next state")
+        except ModelError as e:
+            raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
+        try:
+            again = self.model.next_state(s, a)
+        except Exception as e:
+            raise self.error("next_state(state, action)", s, depth, e, act=a) from e
+        if again != t:
+            raise ModelError(
+                f"next_state is not deterministic: action {a} at depth {depth} gave {t!r} then {again!r}. "
+                f"State: {describe_state(self.model, s)}"
+            )
+
+    def _encode_fp(self, s, depth, act, where) -> int:
+        try:
+            return self.fp(s)
+        except Exception as e:
+            raise self.error(f"encode(state) (state from {where})", s, depth, e, act=act) from e
+
+    def error(self, call, state, depth, exc, act=None, via=None) -> ModelError:
+        """``act``: the action taken from ``state``; ``via``: the action that reached it."""
+        what = f" for action {act}" if act is not None else ""
+        how = f" (reached by action {via})" if via is not None else ""
+        if call.startswith("next_state"):
+            hint = ("Every action that actions(state) returns needs a next state: fix next_state, "
+                    "or disable the action in this state.")
+        elif "predicate" in call:
+            hint = "A predicate must return a bool on every reachable state: fix the property."
+        else:
+            hint = "The model must be total on the states it can reach: fix it."
+        err = ModelError(
+            f"model error: {call} raised {type(exc).__name__}: {exc}{what} at depth {depth}, "
+            f"in state {describe_state(self.model, state)}{how}. {hint}"
+        )
+        err.depth = depth  # type: ignore[attr-defined]  # for a consumer that words it its own way (graph)
+        return err
+
+    def _report(self, queue, depth) -> None:
+        now = time.perf_counter()
+        self.last_report = now
+        elapsed = now - self.start
+        distinct = len(self.visited)
+        rate = distinct / elapsed if elapsed > 0 else 0.0
+        self.progress.write(
+            f"progress: distinct={distinct} generated={sum(self.counts.values())} "
+            f"depth={depth} queue={queue} states/s={rate:.0f} elapsed={elapsed:.1f}s\n"
+        )
+        try:
+            self.progress.flush()
+        except Exception:
+            pass
+
+    # -- counterexamples ----------------------------------------------------------
+
+    def violation(self, name, kind, fp, extra, message) -> Violation:
+        path = self.rebuild(fp)
+        if extra is not None:
+            i, h = extra
+            prev = path[-1].state
+            acts = list(self.model.actions(prev))
+            act = acts[i]
+            t = self.model.next_state(prev, act)
+            got = self.fp(t)
+            if got != h:
+                raise self.nondeterministic(act, prev, len(path) - 1, h, got)
+            path.append(Step(act, t, got))
+        return Violation(property=name, kind=kind, path=path, message=message)
+
+    def rebuild(self, fp) -> list[Step]:
+        """Follow parent links back to an initial state, then replay forwards."""
+        chain = []
+        visited = self.visited
+        while fp is not None:
+            parent, idx = visited[fp]
+            chain.append((fp, idx))
+            fp = parent
+        chain.reverse()
+        return replay_chain(self.model, self.fp, chain)
+
+    def nondeterministic(self, act, state, depth, want, got) -> ModelError:
+        return nondeterministic(self.model, act, state, depth, want, got)
+
+
+def nondeterministic(model: Model, act, state, depth, want, got) -> ModelError:
+    return ModelError(
+        f"the model is not deterministic: replaying action {act} at depth {depth} gave a state with "
+        f"fingerprint {format_fingerprint(got)}, the search saw {format_fingerprint(want)}. "
+        f"State: {describe_state(model, state)}"
+    )
+
+
+def replay_chain(model: Model, fp, chain: list) -> list[Step]:
+    """Rebuild a path from ``chain``, the ``(fingerprint, index)`` pairs from an
+    initial state (index into ``init_states()``) to the target (index into the
+    parent's ``actions()``), checking every fingerprint on the way.  Every engine
+    stores its parent links this way and rebuilds its counterexamples here."""
+    inits = list(model.init_states())
+    fp0, i0 = chain[0]
+    state = inits[i0]
+    got = fp(state)
+    if got != fp0:
+        raise ModelError(
+            f"init_states() is not deterministic: initial state #{i0} has fingerprint "
+            f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
+        )
+    path = [Step(None, state, got)]
+    for depth, (fpn, idx) in enumerate(chain[1:]):
+        acts = list(model.actions(state))
+        if idx >= len(acts):
+            raise ModelError(
+                f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
+                f"{len(acts)} actions, during the search it had more than {idx}. State: {describe_state(model, state)}"
+            )
+        act = acts[idx]
+        nxt = model.next_state(state, act)
+        got = fp(nxt)
+        if got != fpn:
+            raise nondeterministic(model, act, state, depth, fpn, got)
+        path.append(Step(act, nxt, got))
+        state = nxt
+    return path

@@ -1,0 +1,176 @@
+"""The search core (checker.search): one search for every consumer.
+
+- the graph a search builds through its visitor is the graph of a plain,
+  separately written breadth-first exploration (nodes, edges, depths, parents);
+- ``kmc check`` with ``eventually`` properties explores the space once: the
+  model's ``next_state`` runs once per transition (plus the sampled re-runs that
+  check determinism), not twice;
+- the cyclic garbage collector is off during a search and back on after it, even
+  when the search raises;
+- one settings object drives the local engine.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from checker import bfs
+from checker.errors import ModelError, UsageError
+from checker.graph import GraphBuilder, explore
+from checker.liveness import CheckRun
+from checker.model import Model, action, always, eventually
+from checker.search import SAMPLE_SIZE, Search, Settings
+from tests.liveness_toys import Flap, Grant, Relay
+from tests.toys import DieHard, Graph, Grid
+
+
+def reference_graph(model: Model):
+    """A plain BFS over states by equality, written independently of the core."""
+    states, edges, depth, parent, initial, unexpanded = [], [], [], [], [], []
+    index = {}
+    for s in model.init_states():
+        if s not in index:
+            index[s] = len(states)
+            states.append(s)
+            depth.append(0)
+            parent.append(-1)
+            initial.append(index[s])
+    n = 0
+    while n < len(states):
+        s = states[n]
+        if not model.within_boundary(s):
+            unexpanded.append(n)
+        else:
+            for a in model.actions(s):
+                t = model.next_state(s, a)
+                if t not in index:
+                    index[t] = len(states)
+                    states.append(t)
+                    depth.append(depth[n] + 1)
+                    parent.append(len(edges))
+                edges.append((n, a, index[t]))
+        n += 1
+    return states, edges, depth, parent, initial, unexpanded
+
+
+BRANCHY = Graph({"a": [("x", "b"), ("y", "c")], "b": [("z", "d"), ("back", "a")], "c": [("z", "d")],
+                 "d": [("loop", "d")]}, init=("a", "c"))
+
+
+class Bounded(Grid):
+    def within_boundary(self, s):
+        return s.x < 2
+
+
+@pytest.mark.parametrize("model", [Grid(3), DieHard(), BRANCHY, Relay(2), Flap(False), Bounded(3)],
+                         ids=["grid", "diehard", "branchy", "relay", "flap", "boundary"])
+def test_the_graph_built_during_the_search_is_a_plain_bfs_graph(model):
+    g = explore(model)
+    states, edges, depth, parent, initial, unexpanded = reference_graph(model)
+    assert g.states == states
+    assert g.edges == edges
+    assert g.depth == depth and g.parent == parent and g.initial == initial
+    assert g.unexpanded == unexpanded and g.complete == (not unexpanded)
+
+
+def test_a_safety_search_with_a_builder_gives_the_same_result_and_the_graph():
+    plain = bfs.check(DieHard(), keep_going=True)
+    builder = GraphBuilder()
+    seen = bfs.check(DieHard(), keep_going=True, visitor=builder)
+    assert (seen.verdict, seen.stats.distinct, seen.stats.generated) == \
+           (plain.verdict, plain.stats.distinct, plain.stats.generated)
+    assert [(v.property, [s.action for s in v.path]) for v in seen.violations] == \
+           [(v.property, [s.action for s in v.path]) for v in plain.violations]
+    assert len(builder.graph.states) == plain.stats.distinct and len(builder.graph.edges) == plain.stats.generated
+
+
+class Counting(Relay):
+    """Relay with unbounded drops, counting next_state calls."""
+
+    calls = 0
+
+    def next_state(self, s, a):
+        type(self).calls += 1
+        return super().next_state(s, a)
+
+
+def test_eventually_properties_cost_one_exploration():
+    model = Counting(-1)
+    live = CheckRun(model, model.properties(), [], "local", None, None, "kmc check")
+    Counting.calls = 0
+    result = bfs.check(model, properties=[p for p in model.properties() if p not in live.props],
+                       visitor=live.visitor())
+    lassos = live.after_search(result, False)
+    generated = result.stats.generated
+    assert Counting.calls == generated + min(generated, SAMPLE_SIZE)
+    assert [v.property for v in lassos] == ["Delivered"]
+
+
+def test_named_eventually_properties_refuse_a_graph_beyond_the_limit_during_the_search():
+    model = Grid(30)
+    model.properties = lambda: [eventually("Corner", lambda s: s.x == s.y == 30)]
+    live = CheckRun(model, model.properties(), ["Corner"], "local", None, 50, "kmc check")
+    with pytest.raises(UsageError, match="need.* the whole state graph, which has more than 50 states"):
+        bfs.check(model, properties=[], max_states=None, visitor=live.visitor())
+
+
+def test_eventually_properties_after_a_first_violation_are_still_checked_when_named():
+    model = Grant(False)
+    props = list(model.properties()) + [always("NeverRequested", lambda s: not s.requested, "for the test")]
+    live = CheckRun(model, props, ["Granted", "NeverRequested"], "local", None, None, "kmc check")
+    result = bfs.check(model, properties=[p for p in props if p not in live.props], visitor=live.visitor())
+    assert not result.stats.complete
+    assert [v.property for v in live.after_search(result, False)] == ["Granted"]
+
+
+def test_the_collector_is_off_during_a_search_and_restored_after():
+    seen = []
+
+    class Watch(Grid):
+        def properties(self):
+            return [always("Watch", lambda s: seen.append(gc.isenabled()) or True)]
+
+    assert gc.isenabled()
+    bfs.check(Watch(2))
+    assert seen and not any(seen) and gc.isenabled()
+    bfs.check(Watch(2), settings=Settings(collect_garbage=True))
+    assert seen[-1] is True
+
+    class Broken(Grid):
+        def next_state(self, s, a):
+            raise ZeroDivisionError
+
+    with pytest.raises(ModelError):
+        bfs.check(Broken(2))
+    assert gc.isenabled()
+
+
+def test_one_settings_object():
+    s = Settings(max_depth=2, check_deadlock=False)
+    r = Search(Grid(3), [], s).run()
+    assert (r.verdict, r.stats.depth) == ("bounded", 2)
+    assert bfs.check(Grid(3), settings=s).stats.distinct == r.stats.distinct
+    with pytest.raises(UsageError, match="max_states must be a positive integer"):
+        Settings(max_states=0).validate()
+
+
+def test_a_visitor_may_stop_the_search():
+    class Stop(GraphBuilder):
+        def transition(self, src, act, dst):
+            raise UsageError("enough")
+
+    with pytest.raises(UsageError, match="enough"):
+        bfs.check(Grid(2), visitor=Stop())
+    assert gc.isenabled()
+
+
+def test_unknown_actions_are_still_rejected_with_a_builder():
+    class Bad(Grid):
+        def actions(self, s):
+            return ["IncX"] if s.x < 1 else []
+
+    with pytest.raises(ModelError, match="Action records"):
+        bfs.check(Bad(2), visitor=GraphBuilder())
+    assert action("IncX")  # the toy's vocabulary is intact
