@@ -11,6 +11,7 @@ from checker.model import ModelFamily, Parameter, Preset
 from spec.atomic import atomic_model_class
 from spec.config import KafkaConfig
 from spec.model import DOCS, MODEL_VERSION, KafkaModel
+from spec.mutation import TARGETS as MUTATION_TARGETS
 
 _DOCS = {
     "brokers": "number of brokers (ids 0..n-1)",
@@ -136,6 +137,7 @@ class KafkaFamily(ModelFamily):
     presets = _PRESETS
     default_preset = "default"
     implementation = "impl.adapter:KafkaImplementation"   # the reference broker's conformance adapter
+    mutation_targets = MUTATION_TARGETS                      # kmc mutate impl / spec (spec/mutation.py)
 
     def build(self, config) -> KafkaModel:
         cfg = KafkaConfig(**config)

@@ -1,0 +1,39 @@
+"""What ``kmc mutate`` runs for the Kafka family: the reference broker (impl/) against
+the conformance corpus, and the model (spec/) against its default test suite.
+
+The conformance corpus is ordered cheapest first, so that most mutants die in the
+first seconds: a covering set of ``tiny`` with probing, then the presets whose
+graphs reach the paths ``tiny`` does not (an unclean election, a reassignment, a
+zombie controller), then every saved trace in ``traces/known``.
+
+The equivalent mutants (``spec/equivalent_mutants.txt``) are mutants that no
+corpus can kill because they do not change behaviour; each line says why.
+"""
+
+from __future__ import annotations
+
+from checker.mutation import CommandCorpus, ConformCorpus, ConformRun, MutationTarget
+
+CONFORMANCE = ConformCorpus((
+    ConformRun("tiny --probe", preset="tiny", probe=True),
+    ConformRun("unclean --probe", preset="unclean", probe=True),
+    ConformRun("reassign-rf --probe", preset="reassign-rf", probe=True),
+    ConformRun("zombie --probe", preset="zombie", probe=True),
+    ConformRun("traces/known", known="traces/known"),
+))
+
+# The model's fast tests, those that pin the model's counts and traces first.
+TESTS = CommandCorpus((
+    "{python}", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
+    "tests/test_spec.py", "tests/test_datapath.py", "tests/test_reassign.py", "tests/test_anomalies.py",
+    "tests/test_atomic.py", "tests/test_liveness.py", "tests/test_symbolic.py", "tests",
+))
+
+TARGETS = {
+    "impl": MutationTarget("impl", CONFORMANCE, "the reference broker against the conformance corpus",
+                           exclude=("impl/__init__.py",), equivalents="spec/equivalent_mutants.txt",
+                           gate=None),
+    "spec": MutationTarget("spec", TESTS, "the model against its default test suite",
+                           exclude=("spec/__init__.py", "spec/mutation.py"),
+                           equivalents="spec/equivalent_mutants.txt", gate=None),
+}

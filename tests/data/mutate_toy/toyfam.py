@@ -1,0 +1,43 @@
+"""A toy model family for tests/test_mutation.py: a counter that resets, and a separate
+implementation of it (toyimpl/counter.py) whose mutants kmc mutate runs against the
+conformance corpus declared here."""
+
+from checker.model import Model, ModelFamily, Parameter, Preset, action
+from checker.mutation import ConformCorpus, ConformRun, MutationTarget
+
+
+class Counter(Model):
+    name, version = "counter", "1"
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def init_states(self):
+        return [0]
+
+    def actions(self, s):
+        return [action("Inc")] if s < self.limit else [action("Reset")]
+
+    def next_state(self, s, a):
+        return s + 1 if a.name == "Inc" else 0
+
+    def config(self):
+        return {"limit": self.limit}
+
+
+class CounterFamily(ModelFamily):
+    name, version = "counter", "1"
+    parameters = {"limit": Parameter("limit", 2, "the counter resets after this", 1, 5)}
+    presets = {"two": Preset("two", "limit 2"), "three": Preset("three", "limit 3", {"limit": 3})}
+    default_preset = "two"
+    implementation = "toyimpl.counter:CounterImpl"
+    mutation_targets = {"impl": MutationTarget(
+        "toyimpl", ConformCorpus((ConformRun("two --probe", preset="two", probe=True),
+                                  ConformRun("three", preset="three"))),
+        equivalents="equivalent.txt")}
+
+    def build(self, config):
+        return Counter(config["limit"])
+
+
+FAMILY = CounterFamily()

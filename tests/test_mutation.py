@@ -1,0 +1,163 @@
+"""kmc mutate: the AST mutator (checker/mutation.py) and the runner
+(checker/mutation_run.py), on a toy family whose implementation lives in its own
+package (tests/data/mutate_toy): mutants are killed where the corpus sees them,
+survive where it does not, equivalent ones are not scored, and the score gates."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker.mutation import OPERATORS, load_equivalents, mutants_of, sample
+from tests import cli_support
+
+TOY = Path(__file__).parent / "data" / "mutate_toy"
+MODEL = ["--model", "toyfam:FAMILY"]
+
+SOURCE = '''\
+LIMIT = 3
+
+
+def f(xs, y, flag=False):
+    """A docstring is never mutated."""
+    total = 0
+    for x in xs:
+        if x < y and not flag:
+            total += x
+        elif x in xs or x is None:
+            total = total - 1
+    print(f"total {total}")
+    return min(total, LIMIT) if flag else True
+'''
+
+
+def test_every_operator_gives_code_that_parses_and_changes_one_place():
+    ms = mutants_of(SOURCE, "m.py")
+    assert set(OPERATORS) <= {m.operator for m in ms}
+    assert len({m.id for m in ms}) == len(ms)
+    for m in ms:
+        new = m.apply(SOURCE)
+        ast.parse(new)
+        assert new != SOURCE
+        old_lines, new_lines = SOURCE.splitlines(), new.splitlines()
+        changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b]
+        assert changed and min(changed) + 1 >= m.line and max(changed) + 1 <= m.end_line, m.label
+    # docstrings and f-strings are not mutated (the print may be deleted)
+    assert not any(m.line == 5 for m in ms)
+    assert [m.operator for m in ms if m.line == 12] == ["delete"]
+
+
+def test_a_mutant_keeps_its_id_when_other_code_moves():
+    ms = {m.id: m for m in mutants_of(SOURCE, "m.py")}
+    moved = {m.id: m for m in mutants_of("import os\n\n\n" + SOURCE, "m.py")}
+    assert set(ms) <= set(moved)
+    assert all(moved[i].line == ms[i].line + 3 for i in ms)
+    # the same change twice in one function gets two ids
+    twice = mutants_of("def g(a):\n    return a < 1 or a < 1\n", "m.py")
+    assert len([m for m in twice if m.mutated == "a <= 1"]) == 2
+
+
+def test_the_sample_is_seeded_and_in_source_order():
+    ms = mutants_of(SOURCE, "m.py")
+    a, b = sample(ms, 10, 7), sample(ms, 10, 7)
+    assert [m.id for m in a] == [m.id for m in b] and len(a) == 10
+    assert [m.id for m in sample(ms, 10, 8)] != [m.id for m in a]
+    assert [m.line for m in a] == sorted(m.line for m in a)
+
+
+def test_the_equivalent_mutants_file_needs_a_reason(tmp_path):
+    good = tmp_path / "eq.txt"
+    good.write_text("# comment\nm-0123abcd somewhere | because\n")
+    assert load_equivalents(good) == {"m-0123abcd": "because"}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("m-0123abcd no reason here\n")
+    with pytest.raises(ValueError, match="bad.txt:1"):
+        load_equivalents(bad)
+
+
+@pytest.fixture
+def toy(tmp_path):
+    shutil.copytree(TOY, tmp_path / "toy")
+    return tmp_path / "toy"
+
+
+def test_kmc_mutate_on_a_toy_reports_killed_survived_equivalent_and_the_score(toy):
+    r = cli_support.kmc("mutate", *MODEL, "--json", "out.json", "--quiet", cwd=toy, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    doc = json.loads((toy / "out.json").read_text())
+    verdicts = {o["mutant"]["id"]: o for o in doc["outcomes"]}
+    assert doc["mutants_total"] == len(verdicts) == 32
+    # killed ones say where the corpus first told them apart
+    inc = verdicts["m-294e951a"]                 # self.n += 1 -> self.n -= 1
+    assert inc["verdict"] == "killed" and inc["where"] == "two --probe"
+    assert "diverges at step 1, Inc(): value: model 1, implementation -1" in inc["detail"]
+    # only the probe sees an implementation that can do more than the model
+    assert "enables Inc(), which the model does not" in verdicts["m-da9a6aa8"]["detail"]
+    # the projection never shows `resets`: listed as equivalent, not run, not scored
+    eq = [o for o in doc["outcomes"] if o["verdict"] == "equivalent"]
+    assert len(eq) == 6 and all(o["reason"] == "resets is never observed" for o in eq)
+    # debug() is never run by the corpus: its mutants survive without a process
+    unreached = [o for o in doc["outcomes"] if o["where"] == "never executed by the corpus"]
+    assert {o["mutant"]["scope"] for o in unreached} == {"CounterImpl.debug"} and len(unreached) == 4
+    assert all(o["verdict"] == "survived" for o in unreached)
+    survived = [o for o in doc["outcomes"] if o["verdict"] == "survived"]
+    killed = [o for o in doc["outcomes"] if o["verdict"] == "killed"]
+    assert len(killed) + len(survived) + len(eq) == 32
+    assert doc["detected"] == len(killed) and doc["scored"] == 26
+    assert f"score: {len(killed)} of 26 non-equivalent mutants detected: {100 * len(killed) / 26:.1f}%" in out
+    # the tables, and the survivors with their diffs
+    assert "by module:" in out and "by operator:" in out and "toyimpl/counter.py" in out
+    assert "-        return max(self.n, 0)\n      +        return min(self.n, 0)" in out
+    assert "killed (" in out and "equivalent (6): not run, not scored" in out
+    # never overwritten
+    again = cli_support.kmc("mutate", *MODEL, "--json", "out.json", cwd=toy)
+    cli_support.one_line_error(again, "never overwritten", reproduce="kmc mutate")
+
+
+def test_the_score_gates_and_a_sample_is_reproducible(toy):
+    r = cli_support.kmc("mutate", *MODEL, "--sample", "5", "--seed", "3", "--min-score", "100", "--quiet", cwd=toy)
+    listed = cli_support.kmc("mutate", *MODEL, "--sample", "5", "--seed", "3", "--list", cwd=toy)
+    ids = [ln.split()[0] for ln in listed.stdout.splitlines() if ln.startswith("m-")]
+    assert len(ids) == 5 and all(i in r.stdout for i in ids)
+    score = [ln for ln in r.stdout.splitlines() if ln.startswith("score:")][0]
+    if "100.0%" in score:
+        assert r.returncode == 0
+    else:
+        cli_support.one_line_error(r, "below the minimum 100%", code=1, reproduce="kmc mutate")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["nosuch"], "no mutation target 'nosuch'; choose one of impl"),
+    (["--module", "nothing/*.py"], "no module of toyimpl/ matches"),
+    (["--mutant", "m-00000000"], "no mutant m-00000000"),
+    (["--operator", "swap"], "unknown choice 'swap'"),
+])
+def test_bad_input_is_one_line_exit_2(toy, args, needle):
+    cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")
+
+
+def test_a_bad_equivalents_line_and_a_failing_corpus_are_reported(toy):
+    (toy / "equivalent.txt").write_text("m-1234 oops\n")
+    cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, cwd=toy), "equivalent.txt:1",
+                               reproduce="kmc mutate")
+    (toy / "equivalent.txt").write_text("")
+    src = toy / "toyimpl" / "counter.py"
+    src.write_text(src.read_text().replace("self.n = 0\n        self.resets", "self.n = 1\n        self.resets"))
+    r = cli_support.kmc("mutate", *MODEL, "--quiet", cwd=toy)
+    cli_support.one_line_error(r, "fails on the unmutated code", code=1, reproduce="kmc mutate")
+
+
+@pytest.mark.spark
+def test_spark_runs_one_mutant_per_task_with_the_same_verdicts(toy):
+    local = cli_support.kmc("mutate", *MODEL, "--sample", "12", "--json", "local.json", "--quiet", cwd=toy)
+    spark = cli_support.kmc("mutate", *MODEL, "--sample", "12", "--json", "spark.json", "--engine", "spark",
+                            "--quiet", cwd=toy, timeout=900)
+    assert local.returncode == spark.returncode == 0, spark.stderr
+    pick = lambda f: [(o["mutant"]["id"], o["verdict"], o["where"], o["detail"])  # noqa: E731
+                      for o in json.loads((toy / f).read_text())["outcomes"]]
+    assert pick("local.json") == pick("spark.json")
