@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import importlib.util
 import json
 import sys
 import tempfile
@@ -23,20 +24,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, fail, load_family, nonneg, positive, registered_models, wrap,
+)
+from checker.config import resolve
 from checker.errors import UsageError
+from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample
+from checker.mutation_run import (
+    SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
+)
 
 DEFAULT_SAMPLE = 200
 DEFAULT_SEED = 17
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _nonneg, _positive, _wrap
-    from checker.mutation import OPERATORS
-
     p = sub.add_parser(
         "mutate", help="mutation testing: how many single-point mutants does the corpus kill?",
         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-        description=_wrap("Generate deterministic single-point mutants of a target's modules (comparison "
+        description=wrap("Generate deterministic single-point mutants of a target's modules (comparison "
                           "swaps, off-by-one constants, min/max, negations, and/or, +/-, True/False, deleted "
                           "statements, dropped return values), take a seeded sample, and run the target's corpus "
                           "against each mutant in a fresh process: the conformance corpus for an implementation, "
@@ -47,9 +53,9 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET",
                    help="what to mutate: a target the family declares (kafka: impl, spec); default the first")
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
-    p.add_argument("--sample", metavar="N", type=_nonneg, default=DEFAULT_SAMPLE,
+    p.add_argument("--sample", metavar="N", type=nonneg, default=DEFAULT_SAMPLE,
                    help=f"mutants to run, a seeded sample of all of them (default {DEFAULT_SAMPLE}; 0: all)")
-    p.add_argument("--seed", metavar="S", type=_nonneg, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=nonneg, default=DEFAULT_SEED,
                    help=f"seed of the sample (default {DEFAULT_SEED})")
     p.add_argument("--gate", action="store_true",
                    help="the target's CI gate: its sample size and seed, and its minimum score")
@@ -59,9 +65,9 @@ def register(sub: Any, fmt: Any) -> None:
                    help=f"only these operators (repeatable): {', '.join(OPERATORS)}")
     p.add_argument("--mutant", metavar="ID", action="append", default=[],
                    help="only the mutant with this id (repeatable; ignores --sample)")
-    p.add_argument("--workers", metavar="W", type=_positive, default=2,
+    p.add_argument("--workers", metavar="W", type=positive, default=2,
                    help="mutants run at once (default 2)")
-    p.add_argument("--timeout", metavar="SEC", type=_positive,
+    p.add_argument("--timeout", metavar="SEC", type=positive,
                    help="seconds one mutant may take (default: 4 x the unmutated run + 30)")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: worker threads, each starting one process per mutant; spark: one Spark task "
@@ -78,7 +84,6 @@ def register(sub: Any, fmt: Any) -> None:
 
 def _family_ref(ref: str) -> str:
     """The family as ``module:attribute``, which the child processes import."""
-    from checker.cli import registered_models
     if ":" in ref:
         return ref
     return registered_models()[ref].value
@@ -98,16 +103,8 @@ def _target(family: Any, name: str | None, command: str) -> tuple[str, Any]:
 
 
 def cmd_mutate(args: argparse.Namespace, command: str) -> int:
-    from checker.cli import EXIT_FAIL, EXIT_OK, _fail, load_family
-    from checker.config import resolve
-    from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample
-    from checker.mutation_run import (
-        SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
-    )
-
     family, ref = load_family(args.model)
     name, target = _target(family, args.target, command)
-    import importlib.util
     spec = importlib.util.find_spec(target.package)
     if spec is None or not spec.submodule_search_locations:
         raise UsageError(f"mutation target {name!r}: package {target.package!r} is not importable")
@@ -174,7 +171,7 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         base = baseline(run, scratch, job_path)
         if base["verdict"] != SURVIVED:
             print(f"the corpus does not pass on the unmutated code: {base['where']}: {base['detail']}")
-            _fail(f"the corpus of target {name!r} fails on the unmutated code ({base['verdict']}: "
+            fail(f"the corpus of target {name!r} fails on the unmutated code ({base['verdict']}: "
                   f"{base['detail'][:200]}); fix that before measuring mutants", command)
             return EXIT_FAIL
         run.baseline = base["seconds"]
@@ -213,7 +210,7 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         with open(args.json, "x", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
     if min_score is not None and (pct is None or pct < min_score):
-        _fail(f"mutation score {text} is below the minimum {min_score:g}% ({scored - detected} survivors "
+        fail(f"mutation score {text} is below the minimum {min_score:g}% ({scored - detected} survivors "
               f"listed above)", command)
         return EXIT_FAIL
     return EXIT_OK
