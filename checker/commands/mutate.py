@@ -18,6 +18,7 @@ import argparse
 import fnmatch
 import importlib.util
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -31,7 +32,7 @@ from checker.config import resolve
 from checker.errors import UsageError
 from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample
 from checker.mutation_run import (
-    SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
+    IGNORE, SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
 )
 
 DEFAULT_SAMPLE = 200
@@ -119,6 +120,21 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
             raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}")
     if args.json and Path(args.json).exists():
         raise UsageError(f"'{args.json}' exists and is never overwritten; choose another --json FILE")
+    if args.list:
+        return _measure(args, command, family, ref, name, target, root, modules, "")
+    # Every mutant is a copy of one snapshot of the project, taken now: editing the
+    # working tree while mutants run changes nothing.
+    scratch = tempfile.mkdtemp(prefix="kmc-mutate-")
+    try:
+        snapshot = Path(scratch) / "snapshot"
+        shutil.copytree(root, snapshot, ignore=IGNORE, symlinks=True)
+        return _measure(args, command, family, ref, name, target, snapshot, modules, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name: str, target: Any, root: Path,
+             modules: list, scratch: str) -> int:
     try:
         equivalents = load_equivalents(root / target.equivalents) if target.equivalents else {}
     except ValueError as e:
@@ -164,36 +180,35 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
     sys.stdout.flush()
     run = Run(root, job, chosen, {m.id: equivalents[m.id] for m in chosen if m.id in equivalents},
               workers=args.workers, timeout=args.timeout)
-    with tempfile.TemporaryDirectory(prefix="kmc-mutate-") as scratch:
-        job_path = str(Path(scratch) / "job.json")
-        Path(job_path).write_text(json.dumps(job), encoding="utf-8")
-        note("running the corpus on the unmutated code")
-        base = baseline(run, scratch, job_path)
-        if base["verdict"] != SURVIVED:
-            print(f"the corpus does not pass on the unmutated code: {base['where']}: {base['detail']}")
-            fail(f"the corpus of target {name!r} fails on the unmutated code ({base['verdict']}: "
-                  f"{base['detail'][:200]}); fix that before measuring mutants", command)
-            return EXIT_FAIL
-        run.baseline = base["seconds"]
-        cov = base.get("coverage")
-        print(f"baseline: the unmutated code passes the corpus in {run.baseline:.1f} s"
-              + (f" (lines traced: each mutant replays only the traces that execute its lines)" if cov else "")
-              + (f"; timeout per mutant {run.timeout:.0f} s" if run.timeout else
-                 "; timeout per mutant 4 x its share of the baseline + 30 s")
-              + f"; {args.workers} worker{'s' if args.workers != 1 else ''}"
-              f"{' (Spark, one task per mutant)' if args.engine == 'spark' else ''}")
-        sys.stdout.flush()
-        last = [time.monotonic()]
+    job_path = str(Path(scratch) / "job.json")
+    Path(job_path).write_text(json.dumps(job), encoding="utf-8")
+    note("running the corpus on the unmutated code")
+    base = baseline(run, scratch, job_path)
+    if base["verdict"] != SURVIVED:
+        print(f"the corpus does not pass on the unmutated code: {base['where']}: {base['detail']}")
+        fail(f"the corpus of target {name!r} fails on the unmutated code ({base['verdict']}: "
+              f"{base['detail'][:200]}); fix that before measuring mutants", command)
+        return EXIT_FAIL
+    run.baseline = base["seconds"]
+    cov = base.get("coverage")
+    print(f"baseline: the unmutated code passes the corpus in {run.baseline:.1f} s"
+          + (f" (lines traced: each mutant replays only the traces that execute its lines)" if cov else "")
+          + (f"; timeout per mutant {run.timeout:.0f} s" if run.timeout else
+             "; timeout per mutant 4 x its share of the baseline + 30 s")
+          + f"; {args.workers} worker{'s' if args.workers != 1 else ''}"
+          f"{' (Spark, one task per mutant)' if args.engine == 'spark' else ''}")
+    sys.stdout.flush()
+    last = [time.monotonic()]
 
-        def progress(done: list) -> None:
-            now = time.monotonic()
-            if not args.quiet and (now - last[0] >= 10 or len(done) == len(chosen) - len(run.equivalents)):
-                last[0] = now
-                counts = {v: sum(d["verdict"] == v for d in done) for v in ("killed", "timeout", "survived")}
-                note(f"{len(done)}/{len(chosen) - len(run.equivalents)} mutants, {counts['killed']} killed, "
-                     f"{counts['timeout']} timed out, {counts['survived']} survived, {now - t0:.0f} s")
+    def progress(done: list) -> None:
+        now = time.monotonic()
+        if not args.quiet and (now - last[0] >= 10 or len(done) == len(chosen) - len(run.equivalents)):
+            last[0] = now
+            counts = {v: sum(d["verdict"] == v for d in done) for v in ("killed", "timeout", "survived")}
+            note(f"{len(done)}/{len(chosen) - len(run.equivalents)} mutants, {counts['killed']} killed, "
+                 f"{counts['timeout']} timed out, {counts['survived']} survived, {now - t0:.0f} s")
 
-        outcomes = run_all(run, scratch, job_path, progress, args.engine, args.spark_master, base.get("coverage"))
+    outcomes = run_all(run, scratch, job_path, progress, args.engine, args.spark_master, base.get("coverage"))
     print()
     for line in report(outcomes, root, diffs=not args.no_diffs):
         print(line)
