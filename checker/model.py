@@ -155,6 +155,16 @@ class Model:
     name: str = "model"
     version: str = "0"
 
+    equal_states_encode_equally: bool = False
+    """A promise that lets the search skip encoding a successor it met recently:
+    two states that compare equal (``==``) always have the same ``encode``.  Plain
+    tuples break it where a position holds ``True`` in one state and ``1`` in
+    another (``True == 1``), or a NamedTuple of one class and an equal tuple of
+    another class with another ``repr``.  A model whose every field keeps one type
+    (a bool stays a bool) says True; the search then recognises a successor equal
+    to one of the last ~10^5 it encoded by hashing it, several times cheaper than
+    ``repr`` (:mod:`checker.search`).  Counts and verdicts do not change."""
+
     def init_states(self) -> Iterable[State]:
         raise NotImplementedError
 

@@ -81,6 +81,7 @@ __all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "descr
 
 SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start of a search
 PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
+RECENT_LIMIT = 1 << 17  # successors remembered by value (Model.equal_states_encode_equally); then forgotten
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,11 @@ class Search:
         step_checks = self.step_checks
         wit_checks = self.wit_checks
         visitor = self.visitor
+        # States met recently, by value: a successor equal to one of them has its
+        # fingerprint without being encoded.  Only for a model that promises that
+        # equal states have equal encodings (Model.equal_states_encode_equally).
+        recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
+        recent_get = recent.get if recent is not None else None
         on_state = visitor.state if visitor is not None else None
         on_edge = visitor.transition if visitor is not None else None
         sample = SAMPLE_SIZE
@@ -363,11 +369,17 @@ class Search:
                         self.check_successor(s, a, t, depth)
                     name = a[0]
                     counts[name] = cget(name, 0) + 1
-                    try:
-                        h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                                       "little", signed=True)
-                    except Exception as e:
-                        raise self.error("encode(state)", t, d1, e, via=a) from e
+                    h = None if recent is None else recent_get(t)
+                    if h is None:
+                        try:
+                            h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                           "little", signed=True)
+                        except Exception as e:
+                            raise self.error("encode(state)", t, d1, e, via=a) from e
+                        if recent is not None:
+                            if len(recent) >= RECENT_LIMIT:
+                                recent.clear()
+                            recent[t] = h
                     if step_checks:
                         try:
                             for chk in step_checks:

@@ -37,6 +37,7 @@ DOCS = {name: doc for fam in _FAMILIES for name, doc in fam.DOCS.items()}
 class KafkaModel(Model):
     name = MODEL_NAME
     version = MODEL_VERSION
+    equal_states_encode_equally = True   # every field keeps one type (tests/test_search.py checks it)
 
     def __init__(self, cfg: KafkaConfig):
         self.cfg = cfg

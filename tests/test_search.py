@@ -174,3 +174,48 @@ def test_unknown_actions_are_still_rejected_with_a_builder():
     with pytest.raises(ModelError, match="Action records"):
         bfs.check(Bad(2), visitor=GraphBuilder())
     assert action("IncX")  # the toy's vocabulary is intact
+
+
+class Mixed(Model):
+    """Reaches (1,) and (True,): equal tuples with different encodings."""
+
+    def init_states(self):
+        return [(0,)]
+
+    def actions(self, s):
+        return [action("One"), action("Yes")] if s == (0,) else []
+
+    def next_state(self, s, a):
+        return (1,) if a.name == "One" else (True,)
+
+    def is_terminal(self, s):
+        return True
+
+
+def test_equal_states_are_told_apart_unless_the_model_promises_otherwise():
+    assert bfs.check(Mixed()).stats.distinct == 3
+    promised = Mixed()
+    promised.equal_states_encode_equally = True    # a false promise merges (1,) and (True,)
+    assert bfs.check(promised).stats.distinct == 2
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small", "data-hw", "reassign-rf", "delete"])
+def test_the_kafka_model_keeps_its_promise(preset):
+    """Equal reachable states have equal encodings, and the search gives the same
+    counts and verdict with and without using the promise."""
+    from checker.config import resolve
+    from spec.family import FAMILY
+
+    model = FAMILY.build(resolve(FAMILY, preset, {}))
+    assert model.equal_states_encode_equally
+    g = explore(model, max_states=10**6)
+    by_value: dict = {}
+    for s in g.states:
+        assert by_value.setdefault(s, repr(s)) == repr(s)
+    with_promise = bfs.check(model, keep_going=True)
+    model.equal_states_encode_equally = False
+    without = bfs.check(model, keep_going=True)
+    assert (with_promise.verdict, with_promise.stats.distinct, with_promise.stats.generated) == \
+           (without.verdict, without.stats.distinct, without.stats.generated)
+    assert [(v.property, [s.action for s in v.path]) for v in with_promise.violations] == \
+           [(v.property, [s.action for s in v.path]) for v in without.violations]
