@@ -279,6 +279,9 @@ class ModelFamily:
     implementation: str | None = None
     """``"module:attribute"`` of the implementation adapter ``kmc conform`` drives
     (checker.conform documents its contract); None: the family has none."""
+    cluster: str | None = None
+    """``"module:attribute"`` of the real-cluster runner ``kmc cluster`` drives
+    (checker/commands/cluster.py documents its contract); None: the family has none."""
 
     def build(self, config: Mapping[str, Any]) -> Model:
         raise NotImplementedError

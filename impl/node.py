@@ -49,6 +49,7 @@ from pathlib import Path
 
 from impl import wire as W
 from impl import zk as Z
+from impl.broken import KINDS, install
 from impl.broker import BrokerDisk, KafkaServer
 from impl.config import BrokerConfig
 from impl.log import Log
@@ -232,7 +233,13 @@ class BrokerNode:
                 self.route([])
                 return True
             if not s.zk.is_registered(self.broker_id):
-                epoch = s.startup()
+                try:
+                    epoch = s.startup()
+                except Z.NodeExistsError:
+                    st = self.store.exists(s.zk.session, f"/brokers/ids/{self.broker_id}")
+                    self.log(f"/brokers/ids/{self.broker_id} is still held by session "
+                             f"0x{st.ephemeral_owner if st else 0:x} (mine: 0x{s.zk.session:x}); waiting for it to expire")
+                    return False
                 self.log(f"registered with broker epoch {epoch}")
                 return True
             if self.await_brokers and len(s.zk.get_all_broker_and_epochs()) < self.await_brokers \
@@ -274,6 +281,7 @@ class BrokerNode:
                             self.persist()
                     elif r not in p.isr and rm.can_expand_isr(tp, r):
                         if rm.maybe_expand_isr(tp, r):
+                            self.caught_up[(tp, r, p.leader_epoch)] = now    # it has just caught up
                             self.log(f"expanded the ISR of {tp} with {r}")
         self.guarded("leader timers", step)
 
@@ -448,11 +456,13 @@ def main(argv=None) -> int:
     ap.add_argument("--session-timeout", type=float, default=2.0)
     ap.add_argument("--await-brokers", type=int, default=0,
                     help="on the cluster's first start, elect no controller before this many brokers registered")
-    ap.add_argument("--no-controller-epoch-check", action="store_true",
-                    help="KNOWN-BAD: accept requests from an older controller epoch (trace validation must catch it)")
+    ap.add_argument("--broken", choices=KINDS, action="append", default=[],
+                    help="KNOWN-BAD: run with this bug (impl/broken.py), for trace validation to catch")
     args = ap.parse_args(argv)
     config = BrokerConfig(min_insync_replicas=args.min_insync_replicas,
-                          controller_epoch_check=not args.no_controller_epoch_check)
+                          controller_epoch_check="controller-epoch-check" not in args.broken)
+    for kind in args.broken:
+        install(kind)
     node = BrokerNode(args.broker_id, args.zk, Path(args.dir), _ports(args.ports), config,
                       lag_max=args.lag_max, session_timeout=args.session_timeout, await_brokers=args.await_brokers)
     signal.signal(signal.SIGTERM, lambda *_: node.stopping.set())

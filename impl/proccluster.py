@@ -89,7 +89,7 @@ class Producer:
 class ProcessCluster:
     def __init__(self, hosts: str, directory: Path, *, brokers: int = 3, partitions: int = 1,
                  replication_factor: int = 3, min_insync_replicas: int = 2, session_timeout: float = 2.0,
-                 broken: set[int] = frozenset(), lag_max: float = 1.0) -> None:
+                 broken: dict[int, str] | None = None, lag_max: float = 1.0) -> None:
         self.hosts = hosts
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +98,7 @@ class ProcessCluster:
         self.rf = replication_factor
         self.min_isr = min_insync_replicas
         self.session_timeout = session_timeout
-        self.broken = set(broken)
+        self.broken = dict(broken or {})      # broker -> impl/broken.py kind
         self.lag_max = lag_max
         self.ports = dict(enumerate(free_ports(brokers)))
         self.procs: dict[int, subprocess.Popen | None] = {b: None for b in range(brokers)}
@@ -109,7 +109,12 @@ class ProcessCluster:
         self.events: list[str] = []          # what the harness did, with the wall clock
 
     def note(self, text: str) -> None:
-        self.events.append(f"[{time.time_ns() // 1000}] {text}")
+        """What the harness did, also in ``<dir>/harness.log`` (trace validation sizes the
+        model's fault budgets by it)."""
+        line = f"[{time.time_ns() // 1000}] {text}"
+        self.events.append(line)
+        with open(self.dir / "harness.log", "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
     # -- processes -------------------------------------------------------------------------
     def start_broker(self, b: int) -> None:
@@ -118,7 +123,7 @@ class ProcessCluster:
                "--ports", ports, "--min-insync-replicas", str(self.min_isr), "--lag-max", str(self.lag_max),
                "--session-timeout", str(self.session_timeout), "--await-brokers", str(self.n)]
         if b in self.broken:
-            cmd.append("--no-controller-epoch-check")
+            cmd += ["--broken", self.broken[b]]
         err = open(self.dir / f"broker-{b}.stderr", "ab")
         self.procs[b] = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)

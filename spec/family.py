@@ -138,6 +138,7 @@ class KafkaFamily(ModelFamily):
     default_preset = "default"
     implementation = "impl.adapter:KafkaImplementation"   # the reference broker's conformance adapter
     mutation_targets = MUTATION_TARGETS                      # kmc mutate impl / spec (spec/mutation.py)
+    cluster = "impl.clusterrun:run"                       # kmc cluster: brokers as processes on real ZooKeeper
 
     def build(self, config) -> KafkaModel:
         cfg = KafkaConfig(**config)

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from impl.proccluster import ProcessCluster
-from tests.zk_support import zk_ensemble, zk_hosts  # noqa: F401 - fixtures
+from tests.zk_support import validate_run, zk_ensemble, zk_hosts  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster
 
@@ -40,15 +40,23 @@ def cluster(zk_hosts, tmp_path, request):
         c.stop()
 
 
-def _report(c: ProcessCluster, fault: str, prod) -> dict:
+def _report(c: ProcessCluster, fault: str, prod, reassignments: str = "", validate: bool = True) -> dict:
     r = c.check(prod.acknowledged)
     r.update(fault=fault, attempts=prod.attempts, seconds=round(time.monotonic() - c.t0, 1),
              controller_epoch=c.controller_epoch(), dir=str(c.dir))
+    c.stop()                                      # the logs are complete: validate them
+    t = time.monotonic()
+    run, v = validate_run(c, reassignments)
+    r.update(events=len(run.events), validated=v.validated, accepted=v.ok, model_states=v.states,
+             validation_seconds=round(time.monotonic() - t, 1), zxid_notes=run.notes)
     out = os.environ.get("KMC_CLUSTER_REPORT")
     if out:
         with open(out, "a") as f:
             f.write(json.dumps(r) + "\n")
     assert r["lost"] == 0 and r["acknowledged"] > 0, r
+    assert not run.notes, run.notes
+    if validate:
+        assert v.ok, v.render()
     return r
 
 
@@ -172,4 +180,7 @@ def test_reassignment_while_a_broker_is_killed(cluster):
         _settle(c, prod)
         c.restart(old[-1])
         _settle(c, prod)
-    _report(c, "reassign-killed", prod)
+    # Validation runs and is reported, but not asserted: the model does not explain the
+    # restarted broker applying a LeaderAndIsr its controller queued for it while it was
+    # dead (docs/cluster.md, "What validation found").
+    _report(c, "reassign-killed", prod, reassignments=f"0:{old[0]},{old[1]},3", validate=False)

@@ -36,3 +36,13 @@ def zk_hosts(zk_ensemble, request):
     """The ensemble's connect string with a fresh chroot for this test."""
     name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
     return f"{zk_ensemble.connect_string}/t{next(_chroots)}_{name}"
+
+
+def validate_run(cluster, reassignments: str = ""):
+    """Trace validation of a ProcessCluster's run against the Kafka model (through the
+    family, as kmc conform builds it): (observed run, Validation)."""
+    from checker.tracecheck import validate_observed
+    from impl.observed import read_run
+    from spec.family import FAMILY
+    run = read_run(cluster.dir, cluster.n, partitions=cluster.partitions, reassignments=reassignments)
+    return run, validate_observed(FAMILY, run)

@@ -1,0 +1,90 @@
+"""Trace validation (checker/tracecheck.py) on the Kafka model.
+
+Fast: traces made from the model's own paths are accepted, and the same trace with one
+observed value changed is rejected at that event.  Cluster (marker ``cluster``): a run
+of deliberately broken brokers (impl/broken.py) is rejected, with the candidates'
+diffs; the fault tests (tests/test_cluster_faults.py) validate every correct run.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from checker.config import resolve
+from checker.tracecheck import Event, validate
+from impl.observed import project
+from impl.proccluster import ProcessCluster
+from spec.family import FAMILY
+from tests.zk_support import validate_run, zk_ensemble, zk_hosts  # noqa: F401 - fixtures
+
+CONFIG = {"brokers": 3, "max_crashes": 1, "max_session_expiries": 1, "max_controller_failovers": 1,
+          "max_isr_shrinks": 1}
+
+
+def _walk(model, seed: int, steps: int):
+    """A random path of the model and the events its logs would hold: every step that
+    changes a projected key is one event naming exactly the keys it changed."""
+    rng = random.Random(seed)
+    s = model.init_states()[0]
+    events = []
+    for _ in range(steps):
+        acts = list(model.actions(s))
+        if not acts:
+            break
+        a = rng.choice(acts)
+        t = model.next_state(s, a)
+        before, after = project(model.observe(s)), project(model.observe(t))
+        changed = {k: v for k, v in after.items() if before.get(k, object()) != v}
+        if changed:
+            events.append(Event(str(a), changed))
+        s = t
+    return events
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_model_s_own_traces_validate_and_a_changed_value_is_rejected(seed):
+    model = FAMILY.build(resolve(FAMILY, None, CONFIG))
+    events = _walk(model, seed, 40)
+    assert len(events) >= 3
+    ok = validate(model, events, project)
+    assert ok.ok and ok.validated == len(events), ok.render()
+    # change the leader (or another value) of one event: no model path explains it
+    i = len(events) // 2
+    key = sorted(events[i].constraints)[0]
+    value = events[i].constraints[key]
+    bad = dict(events[i].constraints)
+    bad[key] = [99] if isinstance(value, list) else 99
+    tampered = events[:i] + [Event("tampered " + events[i].label, bad)] + events[i + 1:]
+    r = validate(model, tampered, project)
+    assert not r.ok and r.failed_at == i and r.validated == i
+    assert f"REJECTED at event {i + 1}" in r.render()
+
+
+@pytest.mark.cluster
+def test_a_broken_election_is_rejected_by_trace_validation(zk_hosts, tmp_path):
+    """Every broker elects the *last* live ISR member (impl/broken.py "election"): the
+    run itself loses nothing, but its first failover writes a leader the model never
+    elects, and validation names that znode write and the model's candidate."""
+    c = ProcessCluster(zk_hosts, tmp_path / "cluster", broken={b: "election" for b in range(3)})
+    c.create_topic()
+    c.start()
+    try:
+        c.wait_for_leaders()
+        c.wait_for_full_isr()
+        with c.producing() as prod:
+            time.sleep(1)
+            leader, epoch = c.leader_of(0), c.state(0).leader_epoch
+            c.kill(leader)
+            c.wait(lambda: c.state(0).leader_epoch > epoch and c.leader_of(0) != leader, 30, "a new leader")
+            time.sleep(1)
+        assert c.check(prod.acknowledged)["lost"] == 0
+    finally:
+        c.stop()
+    run, v = validate_run(c)
+    assert not v.ok, v.render()
+    text = v.render()
+    assert "zk-writes.log" in v.event.label and "/partitions/0/state" in v.event.label
+    assert "candidate ElectLeader" in text and "zk.p0.leader: observed" in text
