@@ -36,6 +36,7 @@ own tests do, a second connection with the session's id and password that closes
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 
@@ -47,6 +48,10 @@ from kazoo.protocol.states import Callback, EventType, KazooState
 from impl import zk as Z
 
 __all__ = ["ConnectionLossError", "ZooKeeperStore"]
+
+# kazoo reports every dropped connection and reconnect as a warning; the faults here
+# cause them on purpose, and a library does not print on its users' stderr.
+logging.getLogger("kazoo").addHandler(logging.NullHandler())
 
 
 class ConnectionLossError(Z.ZkError):

@@ -39,6 +39,8 @@ ZOMBIE = "kmc check --preset zombie"
 COMMANDS: dict[str, Entry] = {
     "make run": Entry("spark"),
     "make test": Entry("never", why="it is the whole suite, this test included; CI runs it"),
+    "kmc cluster --brokers 3 --faults kill,stop --seconds 60": Entry(
+        "never", why="a minute of a real cluster; tests/test_trace_validation.py runs a bounded kmc cluster"),
     "kmc check --preset tiny": Entry("fast"),
     ZOMBIE: Entry("fast", status=1),
     "kmc replay traces/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast", needs=(ZOMBIE,)),

@@ -88,3 +88,22 @@ def test_a_broken_election_is_rejected_by_trace_validation(zk_hosts, tmp_path):
     text = v.render()
     assert "zk-writes.log" in v.event.label and "/partitions/0/state" in v.event.label
     assert "candidate ElectLeader" in text and "zk.p0.leader: observed" in text
+
+
+# -- kmc cluster ---------------------------------------------------------------------------------------
+
+def test_kmc_cluster_bad_faults_are_one_line_errors():
+    from tests import cli_support
+    r = cli_support.kmc("cluster", "--faults", "kill,explode", "--seconds", "1", timeout=60)
+    cli_support.one_line_error(r, "unknown fault kind 'explode'")
+
+
+@pytest.mark.cluster
+def test_kmc_cluster_runs_faults_checks_and_validates(tmp_path):
+    """A bounded ``kmc cluster``: ten seconds of random kill and stop faults."""
+    from tests import cli_support
+    r = cli_support.kmc("cluster", "--seconds", "10", "--faults", "kill,stop,restart", "--seed", "1",
+                        "--dir", str(tmp_path / "run"), timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "lost: 0" in r.stdout and "trace validated:" in r.stdout
+    assert "at most one controller acted in each" in r.stdout
