@@ -49,7 +49,7 @@ from checker.cmdline import wrap as _wrap
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
-from checker.invariants import load_all
+from checker.invariants import NotABool, load_all
 from checker.liveness import CheckRun
 from checker.model import Property
 from checker.report import CheckPlan, Report
@@ -108,8 +108,18 @@ def _family_properties(family: Any) -> list[tuple[Property, list[str] | None]]:
 
 def _user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | None:
     """A ModelError whose cause was raised inside a user's --invariants file is the
-    user's to fix (exit 2), with the file and line, not the model's (exit 3)."""
+    user's to fix (exit 2), with the file and line, not the model's (exit 3).  So is
+    a user's predicate that returned something other than a bool (the Spark engine
+    reports it by message only)."""
     cause = e.__cause__
+    text = str(e)
+    d = re.search(r"at depth (\d+)", text)
+    at = f" on a state at depth {d.group(1)}" if d else ""
+    wrong = re.search(r"NotABool: (.*? not a bool(?: \(a forgotten return\?\))?)", text)
+    if isinstance(cause, NotABool) or wrong:
+        msg = " ".join(str(cause).split()) if isinstance(cause, NotABool) else wrong.group(1)
+        return UsageError(f"{msg}{at}; fix the predicate: it must return True or False on every reachable "
+                          f"state of the model")
     if cause is None or not files:
         return None
     targets = {os.path.abspath(f): f for f in files}
@@ -122,11 +132,8 @@ def _user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | No
         tb = tb.tb_next
     if where is None:
         return None
-    text = str(e)
     m = re.search(r"propert(?:y|ies) '([^']+)'", text)
-    d = re.search(r"at depth (\d+)", text)
     what = f"property {m.group(1)!r}" if m else "a property"
-    at = f" on a state at depth {d.group(1)}" if d else ""
     msg = " ".join(str(cause).split())
     return UsageError(f"{what} in invariants file '{where[0]}' line {where[1]} raised "
                       f"{type(cause).__name__}{': ' + msg if msg else ''}{at}; fix the predicate: it must "
@@ -165,7 +172,7 @@ def _engine(args: argparse.Namespace) -> str:
 def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO) -> Any:
     try:
         from checker.spark import check as spark_check
-        from checker.spark.checkpoint import check_directory
+        from checker.spark.checkpoint import check_directory, preflight
     except ImportError as e:
         raise UsageError(f"the Spark engine needs pyspark and numpy ({e}); install kmc with its dependencies "
                          f"(pip install -e .) or use --engine local") from None
@@ -173,8 +180,19 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Se
         check_directory(args.checkpoint, "--checkpoint", must_exist=False)
     if args.resume:
         check_directory(args.resume, "--resume", must_exist=True)
-    result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
-                         partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume)
+        preflight(args.resume)              # a corrupt checkpoint is refused before Spark starts
+    from checker.spark.session import failure, log_path
+    again = args.checkpoint or args.resume
+    try:
+        result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
+                             partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume)
+    except KeyboardInterrupt:
+        hint = f"go on from the last complete level with --resume {again}; " if again else ""
+        raise KeyboardInterrupt(f"{hint}Spark's log: {log_path()}") from None
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001 - a full disk, a dead executor: not kmc's bug
+        raise failure(e, again) or e
     e = result.engine
     if not args.quiet:
         print(f"spark: {e['master']}, {e['partitions']} partition{'s' if e['partitions'] != 1 else ''}, "
@@ -191,6 +209,11 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
     engine = _engine(args)
+    if engine == "spark" and args.spark_master is not None:
+        from checker.spark.session import master_problem
+        problem = master_problem(args.spark_master)   # before anything is built or printed
+        if problem:
+            raise UsageError(f"--spark-master {problem}")
     try:
         family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     except UsageError as e:
@@ -571,6 +594,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:
             raise _ArgError(f"kmc {args.command}", f"unrecognized arguments: {' '.join(extra)}")
+        if getattr(args, "preset", None) is not None and not args.preset.strip():
+            raise UsageError(f"--preset {args.preset!r} names no preset; pick one with --preset NAME "
+                             f"(see kmc list presets), or leave --preset out for the default")
         return int(args.func(args, command))
     except _ArgError as e:
         msg = str(e).replace("\n", " ")
@@ -593,15 +619,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg = msg[len("model error:"):].strip()
         _fail(msg, command, "the model broke its contract: ")
         return EXIT_MODEL
-    except KeyboardInterrupt:
-        _fail("interrupted", command)
+    except KeyboardInterrupt as e:
+        _fail(f"interrupted{'; ' + str(e) if str(e) else ''}", command)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # noqa: BLE001
         if os.environ.get("KMC_DEBUG"):
             raise
-        _fail(f"{_exc(e)}; this is a bug in kmc: rerun with KMC_DEBUG=1 for the traceback and report it",
+        what = _exc(e).split("\n")[0]            # a Java error's message holds its whole stack
+        what = what if len(what) <= 300 else what[:297] + "..."
+        _fail(f"{what}; this is a bug in kmc: rerun with KMC_DEBUG=1 for the traceback and report it",
               command, "internal error: ")
         return EXIT_INTERNAL
 

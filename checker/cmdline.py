@@ -191,7 +191,10 @@ def config_text(head: str, config: Mapping[str, Any]) -> str:
 
 
 def resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tuple[str, dict[str, Any]]:
-    preset = args.preset or (file_cfg.preset if file_cfg else None) or family.default_preset
+    # An empty --preset '' is a name like any other (an unknown one), never "the default".
+    preset = (args.preset if args.preset is not None
+              else file_cfg.preset if file_cfg is not None and file_cfg.preset is not None
+              else family.default_preset)
     if args.preset is None and file_cfg is not None and file_cfg.preset is not None:
         try:
             resolve(family, preset, {})
@@ -207,28 +210,43 @@ def resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tupl
     return preset, resolve(family, preset, overrides)
 
 
-def nonneg(text: str) -> int:
+def at_least(text: str, low: int) -> int:
+    """An argparse type: a whole number >= ``low``; the message names the bound
+    the flag has (">= 1" for a count, not ">= 0")."""
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expects a number >= 0, got {v}")
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(f"expects a whole number >= {low}, got {shown!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"expects a number >= {low}, got {v}")
     return v
+
+
+def nonneg(text: str) -> int:
+    return at_least(text, 0)
 
 
 def positive(text: str) -> int:
-    v = nonneg(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expects a number >= 1, got {v}")
-    return v
+    return at_least(text, 1)
 
 
 def wrap(text: str) -> str:
     return textwrap.fill(text, width=78)
 
 
+def one_line(text: str) -> str:
+    """``text`` with every character that could break or hide a line (a newline, a
+    NEL, an escape sequence) written as its Python escape, so that an error stays
+    one readable line whatever the input held.
+
+    >>> one_line("got '\\x85' and\\nmore")
+    "got '\\\\x85' and\\\\nmore"
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def fail(message: str, command: str, kind: str = "") -> None:
     sys.stdout.flush()
-    print(f"kmc: {kind}{message} (reproduce: {command})", file=sys.stderr)
+    print(one_line(f"kmc: {kind}{message} (reproduce: {command})"), file=sys.stderr)
     sys.stderr.flush()

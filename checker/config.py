@@ -251,6 +251,12 @@ def load_config_file(path: str | Path) -> ConfigFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"config file '{path}' is not valid TOML: {e}; fix the syntax (see https://toml.io)") from None
+    except RecursionError:             # tomllib parses nested arrays recursively
+        raise UsageError(f"config file '{path}' nests arrays or tables too deeply to read; a config holds "
+                         f"key = value lines (see kmc list parameters)") from None
+    except ValueError as e:            # e.g. an integer of more than 4300 digits
+        raise UsageError(f"config file '{path}' holds a value that cannot be read ({' '.join(str(e).split())}); "
+                         f"fix that value") from None
     out = ConfigFile(path=str(path))
 
     def line_no(key: str) -> int | None:

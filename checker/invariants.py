@@ -19,6 +19,8 @@ one-line ``UsageError`` that names the file.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import importlib.util
 import itertools
@@ -71,7 +73,48 @@ def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) ->
                 f"invariants file '{name}': property {prop.name!r} is already defined by the model "
                 f"or an earlier --invariants file; give it another name")
         names.add(prop.name)
-    return found
+    return [_strict(p, name) for p in found]
+
+
+class NotABool(TypeError):
+    """A user's predicate returned something other than True or False."""
+
+
+class StrictPredicate:
+    """A user's predicate that must return a bool.  Python would take ``"yes"`` as
+    true and a forgotten ``return`` (None) as false, that is, as a violation with a
+    trace: both are bugs in the predicate, reported as such (exit 2).  A class at
+    module level, so that the Spark engine pickles it by reference."""
+
+    def __init__(self, predicate: Any, prop: str, what: str, where: str) -> None:
+        self.predicate, self.prop, self.what, self.where = predicate, prop, what, where
+        # The wrapped function's __module__ and names: the Spark engine ships the
+        # code of a module executors cannot import (the user's file) by value.
+        functools.update_wrapper(self, predicate)
+
+    def __call__(self, *args: Any) -> bool:
+        r = self.predicate(*args)
+        if r is True or r is False:
+            return r
+        if type(r).__name__ == "bool_" and type(r).__module__ == "numpy":
+            return bool(r)
+        shown = repr(r) if len(repr(r)) <= 40 else repr(r)[:37] + "..."
+        hint = " (a forgotten return?)" if r is None else ""
+        raise NotABool(f"the {self.what} of property {self.prop!r} ({self.where}) returned {shown}, "
+                       f"a {type(r).__name__}, not a bool{hint}")
+
+
+def _strict(prop: Property, path: Any) -> Property:
+    def wrap(fn: Any, what: str) -> Any:
+        if fn is None or isinstance(fn, StrictPredicate):
+            return fn
+        code = getattr(fn, "__code__", None)
+        where = f"invariants file '{path}'" + (f" line {code.co_firstlineno}" if code is not None
+                                               and os.path.abspath(code.co_filename) == os.path.abspath(path) else "")
+        return StrictPredicate(fn, prop.name, what, where)
+
+    kind = "goal" if prop.kind == "eventually" else "predicate"
+    return dataclasses.replace(prop, predicate=wrap(prop.predicate, kind), trigger=wrap(prop.trigger, "trigger"))
 
 
 def load_all(paths: Iterable[str | os.PathLike], *, existing: Iterable[str] = ()) -> list[Property]:

@@ -65,7 +65,8 @@ def loads(text: str) -> Any:
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{e.msg} at line {e.lineno}, column {e.colno}") from None
+        at = "" if e.msg.endswith(" at") else " at"   # "Unterminated string starting at"
+        raise ValueError(f"{e.msg}{at} line {e.lineno}, column {e.colno}") from None
     except ValueError as e:            # e.g. an integer of more than 4300 digits
         raise ValueError(" ".join(str(e).split()).rstrip(".")) from None
     if too_deep(doc, MAX_DEPTH):

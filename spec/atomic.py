@@ -194,6 +194,7 @@ def main(argv=None) -> int:
     import argparse
     import sys
 
+    from checker.cmdline import one_line
     from checker.errors import ModelError, UsageError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -201,7 +202,8 @@ def main(argv=None) -> int:
 
     def fail(message: str) -> int:
         sys.stdout.flush()
-        print(f"spec.atomic: error: {' '.join(str(message).split())} (reproduce: {command})", file=sys.stderr)
+        print(one_line(f"spec.atomic: error: {' '.join(str(message).split())} (reproduce: {command})"),
+              file=sys.stderr)
         return 2
 
     class Parser(argparse.ArgumentParser):

@@ -91,7 +91,8 @@ def test_bad_spark_options_are_one_line_errors(tmp_path):
 
 def test_a_master_spark_cannot_use_is_a_one_line_error(tmp_path):
     r = kmc("check", *TOYS, "--preset", "tiny", "--traces-dir", tmp_path, "--spark-master", "nosuch://x:1")
-    assert_one_line_error(r, 2, "cannot start Spark on nosuch://x:1")
+    assert_one_line_error(r, 2, "--spark-master 'nosuch://x:1' is not a Spark master URL; use local[*]")
+    assert r.stdout == ""          # refused before the model is built or the header printed
 
 
 def test_user_invariants_ship_to_the_executors(tmp_path):

@@ -137,3 +137,66 @@ def test_the_schema_ships_in_the_package_and_is_valid():
     validator = jsonschema.Draft202012Validator(schema())
     for p in sorted((ROOT / "traces").rglob("*.json")):
         validator.validate(json.loads(p.read_text()))
+
+
+# ------------------------------------------------- the other failures of issue 14
+
+def test_an_empty_preset_is_refused_not_the_default(tmp_path):
+    r = cli_support.kmc("check", "--preset", "", "--traces-dir", tmp_path)
+    cli_support.one_line_error(r, "--preset '' names no preset; pick one with --preset NAME")
+    assert r.stdout == ""
+    r = cli_support.kmc("conform", "--preset", "", "--traces-dir", tmp_path)
+    cli_support.one_line_error(r, "--preset '' names no preset")
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("'yes'", "returned 'yes', a str, not a bool"),
+    ("None", "returned None, a NoneType, not a bool (a forgotten return?)"),
+])
+def test_a_predicate_must_return_a_bool(tmp_path, value, needle):
+    inv = tmp_path / "inv.py"
+    inv.write_text(f"from checker.model import always\n\n\ndef pred(s):\n    return {value}\n\n\n"
+                   f"Mine = always('Mine', pred, 'fuzzed')\n")
+    r = cli_support.kmc("check", *TOYS, "--invariants", inv, "--traces-dir", tmp_path / "traces")
+    line = cli_support.one_line_error(r, f"the predicate of property 'Mine' (invariants file '{inv}' line 4) "
+                                         f"{needle}")
+    assert "fix the predicate: it must return True or False" in line
+    assert not (tmp_path / "traces").exists()            # not reported as a violation with a trace
+
+
+def test_deeply_nested_json_is_one_line_everywhere(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 200_000)
+    for args in (["checker", "replay", p], ["checker", "conform", p]):
+        one_line(run(tmp_path, *args), "nested more than 100 levels deep")
+    one_line(run(tmp_path, "spec.atomic", p), "nested more than 100 levels deep", prefix="spec.atomic: error: ")
+
+
+def test_truncated_json_says_where(tmp_path):
+    p = tmp_path / "cut.json"
+    p.write_text('{"format": "kmc-trace", "model": "abc')
+    line = one_line(run(tmp_path, "checker", "replay", p), "not valid JSON (Unterminated string starting at line 1")
+    assert "at at" not in line
+
+
+def test_spec_atomic_without_an_argument_is_one_line(tmp_path):
+    one_line(run(tmp_path, "spec.atomic"), "the following arguments are required: trace; usage: python -m "
+                                           "spec.atomic TRACE", prefix="spec.atomic: error: ")
+
+
+def test_conform_known_must_be_a_directory(tmp_path):
+    f = tmp_path / "a-trace.json"
+    f.write_text("{}")
+    r = cli_support.kmc("conform", "--preset", "tiny", "--known", f, "--traces-dir", tmp_path)
+    cli_support.one_line_error(r, f"--known '{f}' is a file, not a directory")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["check", "--max-states", "-3"], "--max-states: expects a number >= 1, got -3"),
+    (["check", "--max-states", "0"], "--max-states: expects a number >= 1, got 0"),
+    (["check", "--max-depth", "-1"], "--max-depth: expects a number >= 0, got -1"),
+    (["check", "--spark-partitions", "x"], "--spark-partitions: expects a whole number >= 1, got 'x'"),
+    (["conform", "--preset", "tiny", "--depth", "-2"], "--depth: expects a number >= 1, got -2"),
+])
+def test_bounds_say_the_bound_the_flag_has(args, needle):
+    cli_support.one_line_error(cli_support.kmc(*args), needle)

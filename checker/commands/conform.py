@@ -109,6 +109,10 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
             if given:
                 raise UsageError(f"{flag} needs --preset P (a trace carries its own configuration)")
     check_traces_dir(args.traces_dir)
+    if args.preset and Path(args.known).exists() and not Path(args.known).is_dir():
+        raise UsageError(f"--known '{args.known}' is a file, not a directory; give the directory of saved traces "
+                         f"to replay with --known DIR (default traces/known), or replay the file itself with "
+                         f"kmc conform FILE")
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
     progress = _Progress(args.quiet)
     status = EXIT_OK

@@ -161,6 +161,10 @@ def _job(run: Any) -> Any:
         if why and ("ModuleNotFoundError" in why or "ImportError" in why):
             raise UsageError(f"a Spark executor could not import the model: {why}; the executors need the "
                              f"model's modules on their PYTHONPATH (kmc passes its own import path)") from None
+        from checker.spark.session import failure
+        known = failure(e)      # a full disk, a dead executor: one line, the stack in the log
+        if known is not None:
+            raise known from None
         first = next((ln for ln in lines if "Exception" in ln or "Error" in ln), lines[0] if lines else "")
         raise RuntimeError(f"a Spark job failed: {why or first[:300]}") from None
 
@@ -227,7 +231,10 @@ class _Run:
             except Exception:  # noqa: BLE001
                 pass
             if created:
-                sc.stop()
+                try:
+                    sc.stop()
+                except Exception:  # noqa: BLE001 - a JVM already gone (Ctrl-C): what stopped it is reported
+                    pass
 
     def _execute(self, checkpoint, resume) -> SparkCheckResult:
         from checker.spark import checkpoint as ckpt

@@ -22,15 +22,32 @@ What is set, and why:
   united partition by partition without being re-serialized.
 
 ``KMC_SPARK_CONF`` adds any Spark setting: ``"spark.driver.memory=4g,spark.x=y"``.
+
+Failures are one line.  A master URL is checked before the JVM starts (what is
+wrong with ``local[abc]``), a ``spark://`` master must accept a TCP connection
+within ``KMC_SPARK_CONNECT_TIMEOUT`` seconds (default 5; Spark itself would retry
+for over a minute), and everything the JVM and the Python workers print once Spark
+is up (Java stacks, a worker's traceback on Ctrl-C) goes to a log file, which
+``log_path()`` names and every Spark failure line points to, never the terminal.
+``KMC_SPARK_LOG`` chooses that file.
+
+>>> master_problem("local[abc]")
+"'local[abc]' needs a number of threads or *: write local[4] or local[*]"
+>>> master_problem("spark://h:7077") is None
+True
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +55,84 @@ from checker.errors import UsageError
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 _LOOPBACK = re.compile(r"^(local(\[.*\])?|local-cluster\[.*\]|spark://(127\.\d+\.\d+\.\d+|localhost)(:\d+)?(,.*)?)$")
+
+
+CONNECT_TIMEOUT = 5.0
+_LOG: Path | None = None
+
+
+def log_path() -> Path:
+    """The file Spark's own output goes to (created on first use)."""
+    global _LOG
+    if _LOG is None:
+        chosen = os.environ.get("KMC_SPARK_LOG")
+        _LOG = Path(chosen) if chosen else Path(tempfile.gettempdir()) / \
+            f"kmc-spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    return _LOG
+
+
+def _log_file() -> Any:
+    """The log, opened for appending; a log that cannot be written is no reason to
+    fail a run, so os.devnull stands in."""
+    try:
+        log_path().parent.mkdir(parents=True, exist_ok=True)
+        return open(log_path(), "ab", buffering=0)
+    except OSError:
+        return open(os.devnull, "ab", buffering=0)
+
+
+_THREADS = r"(\*|[1-9]\d*)"
+
+
+def master_problem(master: str) -> str | None:
+    """What is wrong with a master URL, in words, or None.  Spark's own answer to
+    ``local[abc]`` is "Error initializing SparkContext"."""
+    if not master or master != master.strip():
+        return f"{master!r} is empty or has spaces around it: write e.g. local[*] or spark://HOST:7077"
+    if master == "local" or re.fullmatch(rf"local\[{_THREADS}\]", master) \
+            or re.fullmatch(rf"local\[{_THREADS},\s*[1-9]\d*\]", master):
+        return None
+    if master.startswith("local-cluster"):
+        if re.fullmatch(r"local-cluster\[\s*[1-9]\d*\s*,\s*[1-9]\d*\s*,\s*[1-9]\d*\s*\]", master):
+            return None
+        return f"{master!r} must be local-cluster[WORKERS,CORES,MEMORY_MB], e.g. local-cluster[2,1,1024]"
+    if master.startswith("local"):
+        if re.fullmatch(r"local\[.*,.*\]", master):
+            return f"{master!r} must be local[THREADS,MAX_FAILURES] with whole numbers: e.g. local[4,2]"
+        return f"{master!r} needs a number of threads or *: write local[4] or local[*]"
+    if master.startswith("spark://"):
+        for hp in master[len("spark://"):].split(","):
+            host, sep, port = hp.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                return f"{master!r}: {hp!r} is not HOST:PORT; write e.g. spark://HOST:7077"
+        return None
+    if master in ("yarn",) or re.fullmatch(r"(k8s|mesos)://\S+", master):
+        return None
+    return (f"{master!r} is not a Spark master URL; use local[*], local[N], spark://HOST:PORT, yarn or "
+            f"k8s://HOST:PORT")
+
+
+def _reachable(master: str) -> None:
+    """A spark:// master must accept a connection within the timeout: Spark's own
+    client retries for more than a minute before it gives up with a Java stack."""
+    if not master.startswith("spark://"):
+        return
+    try:
+        timeout = float(os.environ.get("KMC_SPARK_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
+    except ValueError:
+        raise UsageError("KMC_SPARK_CONNECT_TIMEOUT must be a number of seconds, e.g. 5") from None
+    problems = []
+    for hp in master[len("spark://"):].split(","):
+        host, _, port = hp.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except socket.timeout:
+            problems.append(f"{hp}: no answer within {timeout:g} s")
+        except OSError as e:
+            problems.append(f"{hp}: {e.strerror or e}")
+    raise UsageError(f"cannot reach the Spark master {master} ({'; '.join(problems)}); start the master, or "
+                     f"fix --spark-master (or leave it out to run Spark embedded)")
 
 
 def java_problem() -> str | None:
@@ -123,6 +218,10 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
                              f"cannot start another on {master}")
         return active, False
     master = master or "local[*]"
+    bad = master_problem(master)
+    if bad:
+        raise UsageError(f"--spark-master {bad}")
+    _reachable(master)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local(master):
@@ -139,12 +238,25 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
         if len(why) > 300:
             why = why[:297] + "..."
         raise UsageError(f"cannot start Spark on {master}: {why}; check --spark-master and the Java runtime "
-                         f"(java -version)") from None
+                         f"(java -version); Spark's log: {log_path()}") from None
     except BaseException:
         jvm_stderr.failed()
         raise
     jvm_stderr.started()
     sc.setLogLevel(os.environ.get("KMC_SPARK_LOG_LEVEL", "ERROR"))
+    # py4j logs its connection errors (on Ctrl-C, say) through logging, some to the
+    # root logger, which would print them: to the log file instead.
+    for logger in (logging.getLogger("py4j"), logging.getLogger()):
+        if not logger.handlers:
+            logger.addHandler(logging.FileHandler(log_path(), delay=True))
+    logging.getLogger("py4j").propagate = False
+    # PySpark's SIGINT handler cancels the jobs through the same Py4J connection that
+    # the interrupted call is using ("reentrant call"): a plain KeyboardInterrupt
+    # instead, and the JVM, which gets the same Ctrl-C, stops its jobs itself.
+    import signal
+    import threading
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return sc, True
 
 
@@ -158,9 +270,10 @@ NOISE = (
 
 class _JvmStderr:
     """The JVM's stderr, through a pipe: the start-up banners above are dropped,
-    everything else is passed on.  Until the JVM has started, its lines are held
-    back: if it fails to start, they become the one-line error instead of a Java
-    stack trace.  The driver's own stderr is restored as soon as the JVM is up."""
+    everything else goes to the log file (``log_path()``).  Until the JVM has
+    started, its lines are held back as well: if it fails to start, they become the
+    one-line error instead of a Java stack trace.  The driver's own stderr is
+    restored as soon as the JVM is up; the JVM and its Python workers keep the pipe."""
 
     def __init__(self) -> None:
         import threading
@@ -169,8 +282,10 @@ class _JvmStderr:
         self.lock = threading.Lock()
         self.out = None
         self.thread = None
+        self.log = None
         if os.environ.get("KMC_SPARK_RAW_STDERR") or not hasattr(os, "pipe"):
             return
+        self.log = _log_file()
         try:
             sys.stderr.flush()
             self.out = os.dup(2)
@@ -207,8 +322,10 @@ class _JvmStderr:
         with self.lock:
             if self.held is not None:
                 self.held.append(text)
-                return
-        os.write(self.out, raw + b"\n")
+            try:
+                self.log.write(raw + b"\n")
+            except (OSError, ValueError):
+                pass
 
     def _restore(self) -> None:
         if self.out is not None:
@@ -219,12 +336,10 @@ class _JvmStderr:
                 pass
 
     def started(self) -> None:
-        """The JVM is up: restore our stderr, pass on what it held back."""
+        """The JVM is up: restore our stderr; what it printed is in the log."""
         self._restore()
         with self.lock:
-            held, self.held = self.held or [], None
-        if self.out is not None and held:
-            os.write(self.out, ("\n".join(held) + "\n").encode())
+            self.held = None
 
     def failed(self) -> str:
         """The JVM did not start: restore our stderr, return its first error line."""
@@ -239,6 +354,50 @@ class _JvmStderr:
                 line = re.sub(r'^Exception in thread "[^"]*" ', "", line)
                 return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
         return ""
+
+
+_CAUSES = [
+    # (pattern in the Java/Python error text, what happened, the fix)
+    (r"No space left on device|Disk quota exceeded", "the disk is full ({m})",
+     "free some space, or choose another directory (--checkpoint DIR; Spark's scratch space: "
+     "KMC_SPARK_CONF=spark.local.dir=DIR)"),
+    (r"Python worker exited unexpectedly[^\n]*|ExecutorLostFailure[^\n]*|Executor heartbeat timed out[^\n]*|"
+     r"Worker (?:lost|crashed)[^\n]*|Connection reset by peer",
+     "a Spark executor died ({m})",
+     "run again (an executor killed by the kernel's OOM killer needs more memory: "
+     "KMC_SPARK_CONF=spark.executor.memory=8g)"),
+    (r"OutOfMemoryError[^\n]*|Java heap space", "the JVM ran out of memory ({m})",
+     "give Spark more memory: KMC_SPARK_CONF=spark.driver.memory=8g"),
+    (r"Answer from Java side is empty|Error while (?:receiving|sending)|Py4JNetworkError[^\n]*|"
+     r"SparkContext (?:was shut down|has been shutdown)",
+     "the Spark JVM stopped ({m})", "run again; if it keeps stopping, see the log"),
+    (r"cancelled because SparkContext was shut down|Job \d+ cancelled[^\n]*", "the Spark job was cancelled ({m})",
+     "run again"),
+]
+
+
+def failure(e: BaseException, resume_dir: str | None = None) -> UsageError | None:
+    """One line for a Spark failure that is not kmc's bug (a full disk, a dead
+    executor, a JVM gone), naming the cause, the fix and the log; None when the
+    error is none of those.  The Java stack itself goes to the log, not the line."""
+    text = f"{type(e).__name__}: {e}\n{getattr(e, 'java_exception', '') or ''}"
+    for pattern, what, fix in _CAUSES:
+        m = re.search(pattern, text)
+        if m:
+            found = " ".join(m.group(0).split())
+            found = found if len(found) <= 160 else found[:157] + "..."
+            again = f"; go on from the last complete level with --resume {resume_dir}" if resume_dir else ""
+            _append_log(text)
+            return UsageError(f"{what.format(m=found)}; {fix}{again} (Spark's log: {log_path()})")
+    return None
+
+
+def _append_log(text: str) -> None:
+    with _log_file() as f:
+        try:
+            f.write(f"---- kmc: the error reported in one line ----\n{text}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
 
 
 def java_version() -> str:

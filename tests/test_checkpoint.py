@@ -1,0 +1,165 @@
+"""Spark checkpoints prove their integrity before a run resumes from them.
+
+One run of a toy grid writes a checkpoint; every test corrupts a copy of it the way
+the issue's table did (counters edited, garbage, truncation, a flipped byte, a
+deleted file, with and without Hadoop's ``.crc`` files) and resumes: each is refused
+with one line naming the level and the file, and advice that is true (the level
+before it is intact, so deleting the newest one and resuming works).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker.errors import UsageError
+from tests import cli_support
+from tests.spark_support import spark_module, summary
+from tests.toys import Grid
+
+pytestmark = pytest.mark.spark
+
+sc = spark_module("local[2]", 2)
+N = 6                     # a 7 x 7 grid: 49 states, depth 12, so levels 0..12 (13 is the empty end)
+
+
+def grid() -> Grid:
+    return Grid(N)
+
+
+@pytest.fixture(scope="module")
+def saved(sc, tmp_path_factory):
+    """``(checkpoint directory, summary of the full run)``."""
+    from checker.spark import check
+    d = tmp_path_factory.mktemp("ckpt") / "ckpt"
+    r = check(grid(), sc=sc, partitions=2, checkpoint=str(d))
+    return d, summary(r)
+
+
+def levels(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if (p / "meta" / "_SUCCESS").exists())
+
+
+def copy(saved, tmp_path) -> tuple[Path, Path, Path]:
+    """A copy of the checkpoint: ``(directory, newest level, the level before)``."""
+    d = tmp_path / "ckpt"
+    shutil.copytree(saved[0], d)
+    names = levels(d)
+    return d, d / names[-1], d / names[-2]
+
+
+def resume(sc, d: Path):
+    from checker.spark import check
+    return check(grid(), sc=sc, partitions=2, resume=str(d))
+
+
+def test_two_complete_levels_are_kept(saved):
+    d, _ = saved
+    names = levels(d)
+    assert len(names) == 2 and [int(n.split("-")[1]) for n in names] == [12, 13]
+    meta = json.loads((d / names[-1] / "meta" / "part-00000").read_text())
+    assert meta["format"] == "kmc-checkpoint" and sorted(meta["parts"]) == ["part-00000", "part-00001"]
+    for name, (size, digest) in meta["parts"].items():
+        data = (d / names[-1] / "parts" / name).read_bytes()
+        assert len(data) == size and hashlib.sha256(data).hexdigest() == digest
+
+
+def test_resume_from_either_kept_level_gives_the_exact_counts(sc, saved, tmp_path):
+    d, newest, _ = copy(saved, tmp_path)
+    assert summary(resume(sc, d)) == saved[1]
+    d2, newest2, _ = copy(saved, tmp_path / "b")
+    shutil.rmtree(newest2)                     # as the advice says for a corrupt newest level
+    assert summary(resume(sc, d2)) == saved[1]
+
+
+def _edit_meta(level: Path, fn) -> None:
+    f = level / "meta" / "part-00000"
+    meta = json.loads(f.read_text())
+    fn(meta)
+    f.write_text(json.dumps(meta, sort_keys=True) + "\n")
+
+
+def _forge(meta: dict) -> None:
+    """Edit the counters and recompute the digest, as a careful forger would."""
+    meta["distinct"] -= 3
+    meta.pop("digest")
+    meta["digest"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+
+
+def _flip(f: Path, at: int) -> None:
+    data = bytearray(f.read_bytes())
+    data[at] ^= 0xFF
+    f.write_bytes(bytes(data))
+
+
+def _crc(f: Path) -> Path:
+    return f.with_name(f".{f.name}.crc")
+
+
+CORRUPTIONS = {
+    # name: (how, file named in the message, what the message says)
+    "counters edited, .crc removed": (
+        lambda lv: (_edit_meta(lv, lambda m: m.update(distinct=m["distinct"] - 3, generated=m["generated"] + 1000)),
+                    _crc(lv / "meta" / "part-00000").unlink(missing_ok=True)),
+        "meta/part-00000", "does not match its own digest"),
+    "counters edited and the digest forged": (
+        lambda lv: _edit_meta(lv, _forge), "meta/part-00000", "counters do not match the visited sets"),
+    "meta garbage, .crc kept": (
+        lambda lv: (lv / "meta" / "part-00000").write_bytes(b"\x00garbage{"), "meta/part-00000", "not valid JSON"),
+    "meta garbage, .crc removed": (
+        lambda lv: ((lv / "meta" / "part-00000").write_text("[1, 2"),
+                    _crc(lv / "meta" / "part-00000").unlink(missing_ok=True)), "meta/part-00000", "not valid JSON"),
+    "meta deleted": (lambda lv: (lv / "meta" / "part-00000").unlink(), "meta/part-00000", "is missing"),
+    "parts file truncated": (
+        lambda lv: (lv / "parts" / "part-00001").write_bytes((lv / "parts" / "part-00001").read_bytes()[:100]),
+        "parts/part-00001", "is truncated"),
+    "a byte flipped in a parts file, .crc kept": (
+        lambda lv: _flip(lv / "parts" / "part-00000", 200), "parts/part-00000", "does not match its digest"),
+    "a byte flipped in a parts file, .crc removed": (
+        lambda lv: (_flip(lv / "parts" / "part-00000", 200), _crc(lv / "parts" / "part-00000").unlink()),
+        "parts/part-00000", "does not match its digest"),
+    "a partition file deleted": (
+        lambda lv: (lv / "parts" / "part-00001").unlink(), "parts/part-00001", "is missing"),
+    "a parts file's .crc damaged": (
+        lambda lv: _flip(_crc(lv / "parts" / "part-00000"), 10), "parts/", "cannot be read by Spark"),
+}
+
+
+@pytest.mark.parametrize("name", list(CORRUPTIONS))
+def test_every_corruption_is_one_line_with_true_advice(sc, saved, tmp_path, name):
+    how, file, what = CORRUPTIONS[name]
+    d, newest, before = copy(saved, tmp_path)
+    how(newest)
+    with pytest.raises(UsageError) as e:
+        resume(sc, d)
+    msg = str(e.value)
+    assert "\n" not in msg and f"level {int(newest.name[6:])} is corrupt: {newest / file}" in msg and what in msg, msg
+    assert f"level {int(before.name[6:])} before it is intact: delete {newest}" in msg, msg
+    # The advice is true: with the corrupt level gone, the run resumes to the exact counts.
+    shutil.rmtree(newest)
+    assert summary(resume(sc, d)) == saved[1]
+
+
+def test_both_levels_corrupt_says_start_again(sc, saved, tmp_path):
+    d, newest, before = copy(saved, tmp_path)
+    (newest / "parts" / "part-00000").unlink()
+    (before / "meta" / "part-00000").write_text("{}")
+    with pytest.raises(UsageError, match="corrupt too .*no intact level is left, so start the run again"):
+        resume(sc, d)
+
+
+def test_the_command_line_gives_one_line_and_exit_2(tmp_path):
+    d = tmp_path / "ckpt"
+    args = ["check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", "n=3", "--engine", "spark",
+            "--spark-partitions", "2", "--quiet", "--traces-dir", tmp_path / "t"]
+    r = cli_support.kmc(*args, "--checkpoint", d)
+    assert r.returncode == 0, r.stderr
+    newest = d / levels(d)[-1]
+    (newest / "parts" / "part-00001").write_bytes(b"")
+    line = cli_support.one_line_error(cli_support.kmc(*args, "--resume", d),
+                                      f"is corrupt: {newest / 'parts' / 'part-00001'} is truncated")
+    assert "before it is intact: delete" in line
