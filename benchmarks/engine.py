@@ -46,8 +46,9 @@ m = FAMILY.build(resolve(FAMILY, sys.argv[1], {}))
 props = [p for p in m.properties() if p.kind != "eventually"]
 t = time.process_time()
 r = bfs.check(m, properties=props)
+import checker
 print(json.dumps({"cpu": time.process_time() - t, "distinct": r.stats.distinct, "generated": r.stats.generated,
-                  "depth": r.stats.depth, "verdict": r.verdict}))
+                  "depth": r.stats.depth, "verdict": r.verdict, "checker": checker.__file__}))
 """
 
 # Runs in a subprocess of this checker: the model's own time over the search's states.
@@ -120,7 +121,7 @@ def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, fl
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, env=env, cwd=env.get("KMC_BENCH_CWD"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = 0.0
     while p.poll() is None:
         try:
@@ -143,15 +144,22 @@ def checker_at(rev: str, into: Path) -> Path:
 
 
 def env_with(first: Path | None) -> dict:
+    """The environment of a run whose ``checker`` is ``first``'s (None: this tree's).
+    Runs start in ``first`` (or ROOT): ``python -c`` and ``-m`` put the current
+    directory first on sys.path, so it must hold the intended ``checker/``."""
     path = [str(first)] if first else []
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(path + [str(ROOT)]))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path + [str(ROOT)]), KMC_BENCH_CWD=str(first or ROOT))
 
 
 def search(preset: str, env: dict) -> dict:
-    p = subprocess.run([sys.executable, "-c", SEARCH, preset], env=env, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-c", SEARCH, preset], env=env, cwd=env["KMC_BENCH_CWD"],
+                       capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"benchmark: the search of {preset} failed: {p.stderr.strip()[-400:]}")
-    return json.loads(p.stdout)
+    d = json.loads(p.stdout)
+    if not d["checker"].startswith(env["KMC_BENCH_CWD"]):
+        sys.exit(f"benchmark: the run meant for {env['KMC_BENCH_CWD']} imported {d['checker']}")
+    return d
 
 
 def whole_check(preset: str, env: dict, *extra: str) -> tuple[dict, float, float]:
@@ -201,7 +209,8 @@ def main() -> None:
     print("| preset | search CPU s | model CPU s (next states; properties) | engine CPU s | engine / model |")
     print("|---|---:|---:|---:|---:|")
     for preset in args.presets:
-        p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=new_env, capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=new_env, cwd=ROOT, capture_output=True,
+                           text=True)
         if p.returncode:
             sys.exit(f"benchmark: the split of {preset} failed: {p.stderr.strip()[-400:]}")
         d = json.loads(p.stdout)
