@@ -178,10 +178,22 @@ class ZooKeeperStore(Z.CoordinationStore):
             return
         sid, passwd = s.client.client_id
         s.expired = True
-        twin = KazooClient(hosts=self.hosts, timeout=self.session_timeout, client_id=(sid, passwd))
-        twin.start(timeout=self.connect_timeout)
-        twin.stop()                  # closeSession: the server deletes the ephemerals first
-        twin.close()
+        for attempt in range(5):     # a loaded machine may drop the twin's connection: try again
+            twin = KazooClient(hosts=self.hosts, timeout=self.session_timeout, client_id=(sid, passwd))
+            try:
+                twin.start(timeout=self.connect_timeout)
+                if twin.client_id is None or twin.client_id[0] != sid:
+                    return           # the session had already expired: the server gave a new one
+                twin.stop()          # closeSession: the server deletes the ephemerals first
+                return
+            except KE.SessionExpiredError:
+                return
+            except (KE.ConnectionLoss, KazooTimeoutError):
+                if attempt == 4:
+                    raise ConnectionLossError(f"could not expire session 0x{sid:x}: ZooKeeper unreachable") from None
+            finally:
+                twin.stop()
+                twin.close()
 
     def _session(self, session: int) -> _Session:
         s = self._sessions.get(session)
