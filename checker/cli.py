@@ -52,10 +52,13 @@ from checker.errors import describe_exception as _exc
 from checker.invariants import NotABool, load_all
 from checker.liveness import CheckRun
 from checker.model import Property
+from checker.output import check_output, write_output
 from checker.report import CheckPlan, Report
 from checker.result import VIOLATED
+from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
 from checker.trace import load_trace, render_changes, render_state, replay, write_trace
+from checker.tracehtml import trace_page
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
@@ -208,6 +211,9 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
+    for flag, target in (("--report", args.report), ("--junit", args.junit)):
+        if target:
+            check_output(target, args.force, flag)
     engine = _engine(args)
     if engine == "spark" and args.spark_master is not None:
         from checker.spark.session import master_problem
@@ -315,6 +321,23 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     report = run_check(plan, args, out)
     print(report.text(), file=out)
     out.flush()
+    traces_by_property: dict[str, str] = {}
+    for v in report.result.violations:
+        if id(v) in report.traces:
+            traces_by_property.setdefault(v.property, report.traces[id(v)])
+    common = dict(result=report.result, props=plan.props, check_deadlock=plan.check_deadlock, live=plan.live,
+                  traces=traces_by_property)
+    if args.report:
+        written = write_report(args.report, args.force, title=f"preset {plan.label}", command=command,
+                               model=plan.model, family=plan.family, engine=plan.engine, config=plan.config,
+                               **common)
+        print(f"report: {written[0]}" + (f" (and {len(written) - 1} counterexample pages beside it)"
+                                         if len(written) > 1 else ""), file=out)
+    if args.junit:
+        check_junit(args.junit, args.force, suite=f"kmc check {plan.label}",
+                    classname=f"{plan.model.name}.{plan.label}", **common)
+        print(f"junit: {args.junit}", file=out)
+    out.flush()
     if args.json:
         sys.stdout.write(json.dumps(report.as_json(), default=str) + "\n")
         sys.stdout.flush()
@@ -330,6 +353,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
 
 def cmd_replay(args: argparse.Namespace, command: str) -> int:
     trace = load_trace(args.file)
+    if args.html:
+        check_output(args.html, args.force, "--html")
     last = len(trace.steps) - 1
     if args.step is not None and args.step > last:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
@@ -396,6 +421,10 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
               f"every fingerprint matches")
         return EXIT_OK
     print(f"the trace replays: all {last + 1} steps fit the model and every fingerprint matches")
+    if args.html:
+        model = _build(family, resolve(family, None, trace.config))
+        write_output(args.html, trace_page(trace, model, _model_properties(model)).encode(), args.force, "--html")
+        print(f"html: {args.html} (one self-contained page: open it in a browser)")
     if res.property_status == "unknown":
         print(f"warning: {res.property_note}")
     else:
@@ -554,6 +583,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--checkpoint", metavar="DIR",
                    help="save every finished level in DIR (a local path or a Hadoop URL), for --resume")
     c.add_argument("--resume", metavar="DIR", help="go on with an interrupted run from its --checkpoint DIR")
+    c.add_argument("--report", metavar="OUT.html",
+                   help="write a run report: configuration, a plot per BFS level, every property's verdict, "
+                        "action coverage, and a page per counterexample (OUT-<trace>.html beside it)")
+    c.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML: one test case per property")
+    c.add_argument("--force", action="store_true", help="overwrite the --report and --junit files if they exist")
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("replay", help="re-derive a saved trace step by step and show what changed",
@@ -568,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
                    help="re-check the trace's user property from this file instead of the file the trace "
                         "records (repeatable)")
+    r.add_argument("--html", metavar="OUT.html",
+                   help="also write the trace as one self-contained HTML page (no server, no network)")
+    r.add_argument("--force", action="store_true", help="overwrite OUT.html if it exists")
     r.set_defaults(func=cmd_replay)
 
     lst = sub.add_parser("list", help="list models, presets, parameters, flags, properties, actions",

@@ -213,6 +213,17 @@ class Model:
         """The full configuration the model was built from (stored in traces)."""
         return {}
 
+    def action_names(self) -> Sequence[str] | None:
+        """Optional: every action name this configuration of the model can take, so a
+        run's coverage can list the ones never enabled (a vacuous check's first sign).
+        None, the default: the family's ``action_docs()`` names, or the actions seen."""
+        return None
+
+    def timeline(self) -> Any:
+        """Optional: a ``checker.timeline.Timeline`` that draws a path as lanes and
+        events (``kmc explore``, ``kmc replay --html``); None, the default, draws none."""
+        return None
+
     def observe(self, state: State) -> Any:
         """What an implementation must agree with after every step (``kmc conform``):
         plain data (dict / list / int / str / bool / None).  The default is every

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checker.cmdline import count, para, width
+from checker.coverage import never_enabled_line, vocabulary
 from checker.model import SOMETIMES, Property
 from checker.result import BOUNDED, OK, CheckResult
 from checker.trace import DEADLOCK_RATIONALE, fill
@@ -86,6 +87,9 @@ class Report:
             items = [f"{k}={v}," for k, v in sorted(st.action_counts.items())]
             items[-1] = items[-1].rstrip(",")
             lines += fill("actions: ", items, " ", width(), "         ")
+        coverage = never_enabled_line(result, vocabulary(plan.model, plan.family))
+        if coverage:
+            lines.append(para("", coverage, 4))
         unreached = []
         for name, depth in sorted(st.witnesses.items()):
             if depth is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from checker.coverage import Coverage
 from checker.model import Action, State
 
 OK = "ok"                # exhaustive, every property holds, every witness reached
@@ -54,6 +55,9 @@ class Stats:
     action_counts: dict[str, int] = field(default_factory=dict)
     witnesses: dict[str, int | None] = field(default_factory=dict)  # name -> depth first reached, or None
     complete: bool = True            # False when a bound stopped the search
+    # What a run report reads (checker.report); not part of as_dict, which engines compare.
+    coverage: Coverage | None = None  # per action: enabled, taken, new (checker.coverage)
+    levels: list = field(default_factory=list)  # per BFS level: level, frontier, new, distinct, seconds
 
     def as_dict(self) -> dict[str, Any]:
         return {

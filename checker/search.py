@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Sequence, TextIO
 
+from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, format_fingerprint, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
@@ -190,6 +191,11 @@ class Search:
 
         self.visited: dict[int, tuple[int | None, int]] = {}
         self.counts: dict[str, int] = {}
+        # Coverage (checker.coverage): per action name, the expanded states that enable it
+        # and the transitions that led to a new state; ``counts`` is the transitions taken.
+        self.enabled_counts: dict[str, int] = {}
+        self.new_counts: dict[str, int] = {}
+        self.levels: list[dict] = []          # per BFS level: frontier, new, distinct, seconds
         self.found: list[tuple] = []          # (name, kind, fp, step-extra, message) in order found
         self.found_names: set[str] = set()
         self.level = 0                        # depth of the level being expanded
@@ -241,6 +247,8 @@ class Search:
             action_counts=dict(self.counts),
             witnesses=dict(self.witnesses),
             complete=complete,
+            coverage=Coverage(dict(self.enabled_counts), dict(self.counts), dict(self.new_counts)),
+            levels=list(self.levels),
         )
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         return CheckResult(verdict, violations, stats)
@@ -292,6 +300,8 @@ class Search:
         visited = self.visited
         counts = self.counts
         cget = counts.get
+        ecounts, ncounts = self.enabled_counts, self.new_counts
+        eget, nget = ecounts.get, ncounts.get
         actions = model.actions
         next_state = model.next_state
         within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
@@ -329,6 +339,7 @@ class Search:
             self.frontier_iter = it
             d1 = depth + 1
             pos = 0
+            level_start = time.perf_counter()
             for sfp, s in it:
                 pos += 1
                 tick -= 1
@@ -359,6 +370,8 @@ class Search:
                     if self.check_deadlock:
                         self._dead_end(sfp, s, depth)
                     continue
+                for name in {a[0] for a in acts}:
+                    ecounts[name] = eget(name, 0) + 1
                 for i, a in enumerate(acts):
                     try:
                         t = next_state(s, a)
@@ -400,6 +413,7 @@ class Search:
                         self.cut = True
                         raise StopSearch
                     visited[h] = (sfp, i)
+                    ncounts[name] = nget(name, 0) + 1
                     if on_edge is not None:
                         on_state(h, t, d1, sfp)
                         on_edge(sfp, a, h)
@@ -428,6 +442,8 @@ class Search:
                             self._state_failures(t, h, d1)
                             state_checks = self.state_checks
                     append((h, t))
+            self.levels.append({"level": depth, "frontier": len(frontier), "new": len(nxt),
+                                "distinct": len(visited), "seconds": time.perf_counter() - level_start})
             frontier = nxt
             depth = d1
         self.nxt = []

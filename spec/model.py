@@ -21,6 +21,7 @@ from checker.model import Action, Model
 from spec import broker, controller, datapath, faults, liveness, reassign
 from spec.config import KafkaConfig
 from spec.properties import properties
+from spec.timeline import KafkaTimeline
 from spec.state import (
     NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk, no_ghost,
 )
@@ -102,6 +103,20 @@ class KafkaModel(Model):
 
     def config(self) -> Mapping[str, Any]:
         return self.cfg.as_dict()
+
+    def action_names(self) -> list[str]:
+        """The actions of the action families this configuration turns on: the data
+        path's only with ``max_records > 0``, reassignment's only with reassignments."""
+        on = [faults, controller, broker]
+        if self.cfg.max_records > 0:
+            on.append(datapath)
+        if self.cfg.reassignments:
+            on.append(reassign)
+        return sorted({name for fam in on for name in fam.DOCS})
+
+    def timeline(self) -> KafkaTimeline:
+        """One lane per broker and one for ZooKeeper (spec/timeline.py)."""
+        return KafkaTimeline()
 
     def observe(self, s: KafkaState) -> dict:
         """What conformance compares with the reference broker (impl/adapter.py

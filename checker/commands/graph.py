@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-from pathlib import Path
 from typing import Any
 
 from checker.cmdline import EXIT_CODES, EXIT_OK, build_model, load_family, positive, resolve_config, wrap
 from checker.errors import UsageError
+from checker.output import check_output, write_output
 
 LIMITS = {"dot": 2000, "graphml": 50_000}
 WHY = {
@@ -56,39 +55,6 @@ def register(sub: Any, fmt: Any) -> None:
     p.set_defaults(func=cmd_graph)
 
 
-def _check_output(path: str, force: bool) -> None:
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"-o '{path}' is a directory; give a file name, e.g. -o {os.path.join(path, 'graph.dot')}")
-    if p.exists() and not force:
-        raise UsageError(f"-o '{path}' exists; it is not overwritten: choose another name, or add --force")
-    parent = p.absolute().parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot write -o '{path}': directory '{parent}' does not exist; create it first")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"cannot write -o '{path}': directory '{parent}' is not writable; choose another place")
-
-
-def _write(path: str, data: bytes, force: bool) -> None:
-    """All or nothing: a temporary file in the same directory, then renamed over
-    the target (with --force) or linked to it (without: fails if it appeared)."""
-    import secrets
-    p = Path(path)
-    tmp = p.absolute().parent / f".kmc-graph-{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    try:
-        tmp.write_bytes(data)
-        if force:
-            os.replace(tmp, p)
-        else:
-            try:
-                os.link(tmp, p)
-            except FileExistsError:
-                raise UsageError(f"-o '{path}' appeared while the graph was written; it is not overwritten: "
-                                 f"choose another name, or add --force") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def cmd_graph(args: argparse.Namespace, command: str) -> int:
     import sys
 
@@ -102,7 +68,7 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
     if args.output:
-        _check_output(args.output, args.force)
+        check_output(args.output, args.force)
     family, _ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
@@ -125,7 +91,7 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
         data = buf.getvalue()
     where = "standard output"
     if args.output:
-        _write(args.output, data, args.force)
+        write_output(args.output, data, args.force)
         where = args.output
     else:
         sys.stdout.buffer.write(data)

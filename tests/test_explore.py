@@ -1,0 +1,258 @@
+"""kmc explore (the server and its JSON), kmc replay --html, kmc check --report and
+--junit, the coverage counts and the Kafka timeline, without a browser.  The browser
+tests (tests/test_browser.py, marker ``browser``) drive the same pages in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from checker.bfs import check
+from checker.commands.explore import serve
+from checker.config import resolve
+from checker.errors import UsageError
+from checker.explorer import Explorer
+from checker.trace import load_trace
+from cli_support import ROOT, kmc, one_line_error
+from spec.family import FAMILY
+from spec.timeline import KafkaTimeline
+from toys import DieHard, Grid
+
+ZOMBIE = next((ROOT / "traces" / "known").glob("ControllerEpochFencing-zombie-*.json"))
+NO_FENCING = next((ROOT / "traces" / "known").glob("ControllerEpochFencing-no-controller-fencing-*.json"))
+
+
+def kafka(preset: str):
+    return FAMILY.build(resolve(FAMILY, preset, {}))
+
+
+# ------------------------------------------------------------------ coverage
+
+
+@pytest.mark.parametrize("model", [Grid(3), DieHard(), kafka("tiny")], ids=["grid", "diehard", "tiny"])
+def test_coverage_counts_add_up(model):
+    """Every state but the initial ones is new through exactly one transition; a
+    transition is taken once per enabled instance; an action enabled in a state is
+    taken there at least once."""
+    r = check(model)
+    cov = r.stats.coverage
+    assert sum(cov.new.values()) == r.stats.distinct - len(list(model.init_states()))
+    assert cov.taken == r.stats.action_counts
+    for name, n in cov.enabled.items():
+        assert 0 < n <= cov.taken[name] and cov.new.get(name, 0) <= cov.taken[name]
+    assert [lv["level"] for lv in r.stats.levels] == list(range(len(r.stats.levels)))
+    assert r.stats.levels[-1]["distinct"] == r.stats.distinct
+    assert sum(lv["new"] for lv in r.stats.levels) == r.stats.distinct - len(list(model.init_states()))
+
+
+def test_tiny_coverage_is_pinned_and_lists_the_actions_never_enabled():
+    m = kafka("tiny")
+    cov = check(m).stats.coverage
+    assert cov.enabled["DeliverLeaderAndIsr"] == 847 and cov.taken["DeliverLeaderAndIsr"] == 1264
+    assert cov.new["DeliverLeaderAndIsr"] == 490
+    never = cov.never_enabled(m.action_names())
+    # tiny has no session expiry, no controlled shutdown and no topic deletion
+    assert {"ExpireSession", "ShutdownBroker", "DeleteTopic", "DeliverStopReplica"} <= set(never)
+    assert "ElectLeader" not in never and "Produce" not in m.action_names()
+
+
+# ------------------------------------------------------------------ explorer
+
+
+def test_a_path_walks_the_same_states_as_the_trace():
+    trace = load_trace(ZOMBIE)
+    m = FAMILY.build(resolve(FAMILY, None, trace.config))
+    ex = Explorer(m)
+    path = ex.path_of([s.action for s in trace.steps[1:]])
+    page = ex.page(path)
+    assert page["view"] == trace.steps[-1].state
+    assert [s["action"] for s in page["steps"][1:]] == [str(s.action) for s in trace.steps[1:]]
+    assert [s["fingerprint"] for s in page["steps"]] == [s.fingerprint for s in trace.steps]
+    assert {p["name"]: p["holds"] for p in page["properties"]}["ControllerEpochFencing"] is False
+    # a prefix with the trace ahead: the steps are the trace's, the cursor at the prefix
+    short = ex.page(path[:3], ahead=path)
+    assert short["cursor"] == 2 and len(short["steps"]) == len(path) and short["full"] == path
+    assert short["view"] == trace.steps[2].state
+
+
+def test_a_bad_path_is_one_clear_error():
+    ex = Explorer(Grid(2))
+    with pytest.raises(UsageError, match="only 2 are enabled there"):
+        ex.walk([0, 0, 5])
+    with pytest.raises(UsageError, match="has 1"):
+        ex.walk([3])
+
+
+def test_the_kafka_timeline_draws_every_delivery_from_its_sender():
+    """Each Deliver* step is one event on the receiving broker's lane; its source is the
+    broker elected with the request's controller epoch (an arrow) unless it is the
+    receiver itself (a mark)."""
+    for path in (ZOMBIE, NO_FENCING):
+        trace = load_trace(path)
+        views = [s.state for s in trace.steps]
+        acts = [{"name": s.action.name, "args": dict(s.action.args)} for s in trace.steps[1:]]
+        draw = KafkaTimeline().draw(views, acts)
+        assert draw["lanes"][0] == "ZooKeeper"
+        elected = {}
+        for i, s in enumerate(trace.steps[1:], 1):
+            if s.action.name == "ElectController":
+                elected[trace.steps[i].state["zk"]["controller_epoch"]] = s.action.get("broker")
+            if s.action.name.startswith("Deliver"):
+                evs = [e for e in draw["events"] if e["step"] == i and e["category"] in ("request", "rejected")]
+                assert len(evs) == 1, (path.name, i, evs)
+                sender = elected[s.action.get("controller_epoch")]
+                assert evs[0]["lane"] == f"broker {s.action.get('broker')}"
+                if sender != s.action.get("broker"):
+                    assert evs[0]["kind"] == "message" and evs[0]["source"] == f"broker {sender}"
+    # the no-controller-fencing trace ends with broker 1 applying the stale request
+    trace = load_trace(NO_FENCING)
+    last = len(trace.steps) - 1
+    draw = KafkaTimeline().draw([s.state for s in trace.steps],
+                                [{"name": s.action.name, "args": dict(s.action.args)} for s in trace.steps[1:]])
+    stale = [e for e in draw["events"] if e["step"] == last and e["kind"] == "message"]
+    assert stale and stale[0]["source"] == "broker 0" and stale[0]["lane"] == "broker 1"
+    assert "applied" in stale[0]["detail"]
+
+
+# ------------------------------------------------------------------ the server
+
+
+@pytest.fixture()
+def server():
+    trace = load_trace(ZOMBIE)
+    m = FAMILY.build(resolve(FAMILY, None, trace.config))
+    ex = Explorer(m, config=trace.config, preset=trace.preset)
+    ex.trace_info = None
+    srv = serve(ex, "0", "kafka", "127.0.0.1", 0)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def get(url: str):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.headers.get("Content-Type"), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read()
+
+
+def test_the_server_serves_the_page_its_files_and_json(server):
+    status, ctype, body = get(server + "/")
+    assert status == 200 and "text/html" in ctype and b"/static/explorer.js" in body
+    assert get(server + "/static/explorer.js")[0] == 200 and get(server + "/static/explorer.css")[0] == 200
+    status, _, body = get(server + "/api/page?path=0.2")
+    page = json.loads(body)
+    assert status == 200 and page["steps"][1]["action"] == "ElectController(broker=0)"
+    assert page["changes"][0]["key"] == "zk.controller"
+    status, ctype, body = get(server + "/api/page?path=0.99")
+    assert status == 400 and "application/json" in ctype and "enabled there" in json.loads(body)["error"]
+    assert get(server + "/api/page?path=x")[0] == 400
+    assert get(server + "/nothing")[0] == 404
+    assert get(server + "/../../etc/passwd")[0] == 404
+
+
+def test_a_path_downloads_as_a_trace_that_kmc_replay_accepts(server, tmp_path):
+    status, _, body = get(server + "/api/trace?path=0.2.0.2.2")
+    assert status == 200
+    doc = json.loads(body)
+    assert doc["format"] == "kmc-trace" and len(doc["steps"]) == 5
+    f = tmp_path / "path.json"
+    f.write_bytes(body)
+    r = kmc("replay", f)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the trace replays: all 5 steps fit the model" in r.stdout
+    assert [s["action"] for s in doc["steps"][1:]] == [s["action"] for s in json.loads(ZOMBIE.read_text())["steps"][1:]]
+
+
+def _start(*args, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-m", "checker", "explore", *map(str, args), "--port", "0"], cwd=cwd,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    m = re.search(r"http://[\d.]+:\d+/", line)
+    if not m:
+        p.kill()
+        raise AssertionError(line + p.stderr.read())
+    return p, m.group(0)
+
+
+def test_kmc_explore_opens_a_trace_and_a_preset_in_one_command():
+    p, url = _start(ZOMBIE)
+    try:
+        page = json.loads(get(url + "api/page?path=0")[2])
+        assert page["trace"]["name"] == ZOMBIE.name and len(page["full"]) == 5 and page["cursor"] == 0
+        assert page["timeline"]["lanes"] == ["ZooKeeper", "broker 0", "broker 1"]
+    finally:
+        p.terminate()
+        p.wait(30)
+    p, url = _start("--preset", "small")
+    try:
+        page = json.loads(get(url + "api/page?path=0")[2])
+        assert page["preset"] == "small" and page["enabled"] and page["trace"] is None
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def test_kmc_explore_bad_input_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    one_line_error(kmc("explore", bad, "--port", "0"), "not valid JSON")
+    one_line_error(kmc("explore", ZOMBIE, "--preset", "tiny", "--port", "0"), "carries its own configuration")
+    one_line_error(kmc("explore", "--preset", "nope", "--port", "0"), "nope")
+    one_line_error(kmc("explore", "--port", "70000"), "out of range")
+
+
+# ------------------------------------------------------------------ files
+
+
+def test_replay_html_is_one_self_contained_file(tmp_path):
+    out = tmp_path / "z.html"
+    r = kmc("replay", ZOMBIE, "--html", out)
+    assert r.returncode == 0 and f"html: {out}" in r.stdout, r.stdout + r.stderr
+    text = out.read_text()
+    assert "window.KMC_STATIC" in text and "<script src" not in text and 'rel="stylesheet"' not in text
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    data = json.loads(re.search(r"window.KMC_STATIC = (\{.*?\});</script>", text, re.S).group(1))
+    assert len(data["states"]) == 5 and data["timeline"]["lanes"][0] == "ZooKeeper"
+    one_line_error(kmc("replay", ZOMBIE, "--html", out), "exists; it is not overwritten")
+    assert kmc("replay", ZOMBIE, "--html", out, "--force").returncode == 0
+
+
+def test_check_report_and_junit(tmp_path):
+    report, junit = tmp_path / "r.html", tmp_path / "r.xml"
+    r = kmc("check", "--preset", "zombie", "--report", report, "--junit", junit,
+            "--traces-dir", tmp_path / "traces", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    text = report.read_text()
+    assert 'data-series="frontier"' in text and 'data-series="new"' in text and 'data-series="rate"' in text
+    assert 'id="coverage"' in text and 'id="never-enabled"' in text
+    page = next(tmp_path.glob("r-ControllerEpochFencing-zombie-*.html"))
+    assert f'href="{page.name}"' in text
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    failure = cases["ControllerEpochFencing"].find("failure")
+    assert failure is not None and "kmc replay" in failure.text and suite.get("failures") == "1"
+    assert cases["LeaderInIsr"].find("skipped") is not None      # the search stopped at the violation
+    r = kmc("check", "--preset", "tiny", "--report", tmp_path / "t.html", "--junit", tmp_path / "t.xml",
+            "--quiet", cwd=tmp_path)
+    assert r.returncode == 0
+    assert "coverage: never enabled (11 of 22): CompleteTopicDeletion" in r.stdout
+    suite = ET.parse(tmp_path / "t.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("skipped") == "0"
+    assert len(suite.findall("testcase")) == 13       # 12 properties and Deadlock
+    one_line_error(kmc("check", "--preset", "tiny", "--report", tmp_path / "t.html", cwd=tmp_path),
+                   "exists; it is not overwritten")
