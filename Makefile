@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench java zookeeper clean
+.PHONY: run test bench java zookeeper chromium clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kmc needs Python >= 3.11; set PYTHON=/path/to/python3.11 and re-run make")'
@@ -21,10 +21,14 @@ java:
 zookeeper: java
 	@bash scripts/ensure-zookeeper
 
+# The browser tests drive headless Chromium (Debian's chromium and chromium-driver).
+chromium:
+	@bash scripts/ensure-chromium
+
 run: $(STAMP) java
 	$(BIN)/kmc check --preset default --engine spark
 
-test: $(STAMP) java zookeeper
+test: $(STAMP) java zookeeper chromium
 	$(BIN)/python -m pytest -m "" --doctest-modules checker spec impl tests
 
 bench: $(STAMP)

@@ -13,11 +13,14 @@ file writes it there.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,7 @@ class Entry:
     status: int = 0                # the exit status of an ``sh`` command
     needs: tuple[str, ...] = ()    # commands to run first, in the same directory
     why: str = ""                  # for ``never``: why no test can run it
+    server: bool = False           # a server (kmc explore): started on a free port, asked for a page, stopped
 
 
 ZOMBIE = "kmc check --preset zombie"
@@ -70,6 +74,14 @@ COMMANDS: dict[str, Entry] = {
     "kmc bmc --preset zombie --brokers 7 --steps 5": Entry("slow"),
     "kmc prove --preset reassign --brokers 9 --invariant ReassignmentLeaderInRar --invariant ReassignmentIsrInAr "
     "--invariant LeaderInIsr --lemmas examples/lemmas_reassign.py --quiet": Entry("slow"),
+    "kmc explore --preset zombie": Entry("fast", server=True),
+    "kmc explore traces/known/ControllerEpochFencing-no-controller-fencing-07d46b54.json": Entry("fast", server=True),
+    "kmc explore traces/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast", server=True, needs=(ZOMBIE,)),
+    "kmc replay traces/known/ControllerEpochFencing-zombie-86b9dc15.json --html zombie.html": Entry("fast"),
+    "kmc check --preset tiny --report tiny-report.html": Entry("fast"),
+    "kmc check --preset zombie --junit check.xml": Entry("fast", status=1),
+    "kmc conform traces/known/ControllerEpochFencing-zombie-86b9dc15.json --junit conform.xml": Entry("fast"),
+    "kmc prove --brokers 3 --invariant ControllerEpochFencing --junit prove.xml": Entry("fast"),
     "kmc check --preset default --engine spark": Entry("spark"),
     "kmc check --preset default --engine spark --checkpoint ckpt/": Entry("spark"),
     "kmc check --preset default --engine spark --resume ckpt/": Entry(
@@ -134,11 +146,32 @@ def _scratch(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(text: str, cwd: Path) -> subprocess.CompletedProcess:
-    argv = shlex.split(text)
+def _env() -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env.pop("KMC_DEBUG", None)
+    return env
+
+
+def _serve(text: str, cwd: Path) -> None:
+    """Start a server command on a free port (``--port 0``), ask it for its first page,
+    stop it: the command works if it serves."""
+    argv = [sys.executable, "-m", "checker", *shlex.split(text)[1:], "--port", "0"]
+    p = subprocess.Popen(argv, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        m = re.search(r"serving on (http://\S+/)", line)
+        assert m, f"$ {text}: {line}{p.stderr.read() if p.poll() is not None else ''}"
+        with urllib.request.urlopen(m.group(1) + "api/page?path=0", timeout=60) as r:
+            assert r.status == 200 and json.load(r)["steps"]
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def _run(text: str, cwd: Path) -> subprocess.CompletedProcess:
+    argv = shlex.split(text)
+    env = _env()
     if argv[0] == "kmc":
         argv = [sys.executable, "-m", "checker", *argv[1:]]
     elif argv[0] == "python":
@@ -158,6 +191,9 @@ def test_the_commands_of_a_block_run_as_shown(block: Block, tmp_path):
             continue
         for first in entry.needs:
             _run(first, cwd)
+        if entry.server:
+            _serve(cmd.text, cwd)
+            continue
         r = _run(cmd.text, cwd)
         where = f"{block.id}: $ {cmd.text}"
         assert "Traceback" not in r.stdout, f"{where}\n{r.stdout}"

@@ -256,3 +256,29 @@ def test_check_report_and_junit(tmp_path):
     assert len(suite.findall("testcase")) == 13       # 12 properties and Deadlock
     one_line_error(kmc("check", "--preset", "tiny", "--report", tmp_path / "t.html", cwd=tmp_path),
                    "exists; it is not overwritten")
+
+
+def test_conform_and_prove_write_junit(tmp_path):
+    model = ("--model", "tests.conform_toys:FAMILY")
+    r = kmc("conform", *model, "--preset", "deeper", "--set", "bug=truncate-off-by-one", "--traces-dir",
+            tmp_path / "traces", "--quiet", "--junit", tmp_path / "c.xml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    suite = ET.parse(tmp_path / "c.xml").getroot().find("testsuite")
+    (case,) = suite.findall("testcase")
+    saved = next((tmp_path / "traces").glob("Conformance-deeper-custom-*.json"))
+    assert case.get("name") == "preset deeper" and suite.get("failures") == "1"
+    assert f"kmc conform {saved}" in case.find("failure").text
+    r = kmc("conform", ZOMBIE, "--junit", tmp_path / "ok.xml")
+    assert r.returncode == 0 and ET.parse(tmp_path / "ok.xml").getroot().get("failures") == "0"
+
+    r = kmc("prove", "--brokers", "3", "--invariant", "AtMostOneActiveController", "--invariant", "LeaderInIsr",
+            "--quiet", "--junit", tmp_path / "p.xml")
+    assert r.returncode == 1
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "p.xml").getroot().iter("testcase")}
+    assert "RestartBroker" in cases["AtMostOneActiveController"].find("failure").get("message")
+    assert "reproduce: kmc prove" in cases["AtMostOneActiveController"].find("failure").text
+    assert cases["LeaderInIsr"].find("skipped") is not None
+    r = kmc("prove", "--brokers", "3", "--invariant", "ControllerEpochFencing", "--quiet", "--junit", tmp_path / "q.xml")
+    assert r.returncode == 0 and ET.parse(tmp_path / "q.xml").getroot().get("failures") == "0"
+    one_line_error(kmc("prove", "--brokers", "3", "--invariant", "LeaderInIsr", "--junit", tmp_path / "q.xml"),
+                   "exists; it is not overwritten")

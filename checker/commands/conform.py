@@ -24,6 +24,8 @@ from checker.cmdline import (
     positive, trace_family, wrap,
 )
 from checker.errors import UsageError
+from checker.junit import Case, junit_xml
+from checker.output import check_output, write_output
 from checker.errors import describe_exception as _exc
 
 DEFAULT_DEPTH = 50
@@ -69,6 +71,10 @@ def register(sub: Any, fmt: Any) -> None:
                         "divergence; actions the adapter declares 'bounded' (the model's fault budgets) are "
                         "not asked about. A trace saved from such a divergence probes its action by itself")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="write JUnit XML: one test case per trace file and per preset, a divergence as a failure "
+                        "with the command that replays it")
+    p.add_argument("--force", action="store_true", help="overwrite the --junit file if it exists")
     p.set_defaults(func=cmd_conform)
 
 
@@ -99,6 +105,12 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
             "impl": load_implementation(family, ref), "probe": probe_actions(path)}
 
 
+def _fail(args: argparse.Namespace, message: str, command: str) -> None:
+    """``fail``, and keep the message for --junit."""
+    args.failures.append(message)
+    fail(message, command)
+
+
 def cmd_conform(args: argparse.Namespace, command: str) -> int:
 
     if not args.traces and not args.preset:
@@ -113,14 +125,35 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         raise UsageError(f"--known '{args.known}' is a file, not a directory; give the directory of saved traces "
                          f"to replay with --known DIR (default traces/known), or replay the file itself with "
                          f"kmc conform FILE")
+    if args.junit:
+        check_output(args.junit, args.force, "--junit")
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
     progress = _Progress(args.quiet)
     status = EXIT_OK
+    results: list[Case] = []
+    t0 = time.monotonic()
     for t, case in zip(args.traces, cases):
-        status = max(status, _conform_trace(t, case, args, command, progress))
+        args.failures, start = [], time.monotonic()
+        got = _conform_trace(t, case, args, command, progress)
+        results.append(_junit_case(t, got, args.failures, time.monotonic() - start))
+        status = max(status, got)
     if args.preset:
-        status = max(status, _conform_preset(args, command, progress))
+        args.failures, start = [], time.monotonic()
+        got = _conform_preset(args, command, progress)
+        results.append(_junit_case(f"preset {args.preset}", got, args.failures, time.monotonic() - start))
+        status = max(status, got)
+    if args.junit:
+        xml = junit_xml("kmc conform", results, time.monotonic() - t0)
+        write_output(args.junit, xml.encode(), args.force, "--junit")
     return status
+
+
+def _junit_case(name: str, status: int, failures: list[str], seconds: float) -> Case:
+    """One JUnit test case per trace file or preset: conformance is the property."""
+    if status == EXIT_OK:
+        return Case(name, "kmc.conform", seconds=seconds)
+    message = failures[-1] if failures else "the implementation does not conform"
+    return Case(name, "kmc.conform", failure=message.split("; ")[0], text=message, seconds=seconds)
 
 
 def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, command: str, progress: _Progress) -> int:
@@ -134,13 +167,13 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     n = len(actions)
     if init is None:
         print(f"{path}: the recorded initial state is not an initial state of the model, which has several")
-        fail(f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
+        _fail(args, f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
         return EXIT_FAIL
     try:
         states = harness.model_path(actions, init)
     except NotInModel as e:
         print(f"{path}: {e}")
-        fail(f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
+        _fail(args, f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
         return EXIT_FAIL
     stale = next((i for i, (s, rec) in enumerate(zip(states, trace.steps))
                   if format_fingerprint(fingerprint(model, s)).lower() != rec.fingerprint), None)
@@ -193,7 +226,7 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     print()
     print(small.render())
     print()
-    fail(f"the implementation {small.original.summary}; shrunk to {len(small.actions)} "
+    _fail(args, f"the implementation {small.original.summary}; shrunk to {len(small.actions)} "
           f"step{'s' if len(small.actions) != 1 else ''} in {path}; replay it with {small.command}", command)
     return EXIT_FAIL
 
@@ -262,7 +295,7 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             d = harness.run(acts, init, source=source)
         except NotInModel as e:
             print(f"{source}: {e}")
-            fail(f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
+            _fail(args, f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
             return EXIT_FAIL
         if d is not None:
             print(f"divergence in {source}; stopped at the first divergence ({i} of {len(corpus)} traces conform)")

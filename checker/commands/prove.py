@@ -26,6 +26,8 @@ from typing import Any
 
 from checker.cmdline import EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, positive, wrap
 from checker.errors import UsageError
+from checker.junit import Case, junit_xml
+from checker.output import check_output, write_output
 
 EPILOG = """exit status:
   0    proved: the invariants hold in every reachable state of this configuration
@@ -61,6 +63,9 @@ def register(sub: Any, fmt: Any) -> None:
                    help="with --confirm, refuse an explicit state graph larger than N states (default 200000)")
     p.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where --confirm saves the trace (default: traces/)")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="write JUnit XML: one test case per invariant, a CTI as a failure")
+    p.add_argument("--force", action="store_true", help="overwrite the --junit file if it exists")
     add_config_options(p)
     p.set_defaults(func=cmd_prove)
 
@@ -73,6 +78,8 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     out = sys.stdout
     if args.confirm:
         check_traces_dir(args.traces_dir)
+    if args.junit:
+        check_output(args.junit, args.force, "--junit")
     family, family_ref, preset, config, custom, sym = load(args)
     names = list(dict.fromkeys(args.invariant))
     select_invariants(sym, names)  # an unknown name is bad input before any work
@@ -89,6 +96,8 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
         extra = f"; lemmas: {', '.join(lem.name for lem in lemmas)}" if lemmas else ""
         print(f"proving: {', '.join(names)} (with {TYPE_OK}{extra})", file=out, flush=True)
     res = prove(sym, names, lemmas=lemmas, progress=None if args.quiet else sys.stderr, timeout=args.timeout)
+    if args.junit:
+        _write_junit(args, names, res, command)
     together = ", ".join(c for c in res.conjuncts if c not in names)
     if res.proved:
         nacts = len({a.name for a in sym.actions()})
@@ -125,6 +134,29 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     why = f"{cti.broken} is not inductive{' with ' + together if together else ''}: {cti.action.name} breaks it"
     fail(why, command)
     return EXIT_FAIL
+
+
+def _write_junit(args: argparse.Namespace, names: list[str], res: Any, command: str) -> None:
+    """One test case per invariant: proved, the one a CTI breaks (a failure), or not
+    proved because it was proved together with one that is not inductive (skipped)."""
+    cases = []
+    for name in names:
+        if res.proved:
+            cases.append(Case(name, "kmc.prove", seconds=res.seconds))
+        elif res.unknown is not None:
+            cases.append(Case(name, "kmc.prove", skipped=f"z3 could not decide ({res.unknown})"))
+        elif res.cti is not None and res.cti.broken == name:
+            cti = res.cti
+            why = ("false in the initial state" if cti.initial else
+                   f"not inductive: {cti.action.name} breaks it from a state that satisfies {', '.join(res.conjuncts)}")
+            cases.append(Case(name, "kmc.prove", failure=f"{name} {why}",
+                              text=f"action: {'; '.join(str(a) for a in cti.explicit)}\nreproduce: {command}",
+                              seconds=res.seconds))
+        else:
+            broken = res.cti.broken if res.cti is not None else "another invariant"
+            cases.append(Case(name, "kmc.prove",
+                              skipped=f"not proved: proved together with {broken}, which is not inductive"))
+    write_output(args.junit, junit_xml("kmc prove", cases, res.seconds).encode(), args.force, "--junit")
 
 
 def _check_lemma(lem: Any, path: str, frame: Any) -> None:

@@ -213,7 +213,7 @@
       rows.push({i, y, h, evs});
       y += h;
     });
-    const width = left + 40 + tl.lanes.length * laneW;
+    const width = left + 40 + tl.lanes.length * laneW + 160;   // room for the last lane's labels
     const s = svg("svg", {class: "timeline", width: width, height: y + 10, viewBox: "0 0 " + width + " " + (y + 10)});
     const defs = svg("defs");
     const marker = svg("marker", {id: "arrowhead", markerWidth: 8, markerHeight: 8, refX: 7, refY: 4, orient: "auto"});
