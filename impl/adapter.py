@@ -104,7 +104,6 @@ IGNORED = {
     "broker.fetchers.leader/leader_epoch": "equal to the partition's leader and leader epoch",
     "replica.follower LEOs on a non-leader": "stale state no action reads (leader side only)",
     "replica.leader's own LEO entry": "its log end offset",
-    "log.leader_epoch_cache": "derived from the records' epochs",
     "controller.pending": "watch events queued: the model reads ZooKeeper directly",
     "controller.epoch_zk_version": "a function of the epoch",
     "state-change.log": "output only",
@@ -270,11 +269,19 @@ class KafkaImplementation:
 
     def _fetching_from(self, f, leader, tp) -> bool:
         """The follower's fetch session with the leader is alive: it runs and follows
-        this leader (in this leader epoch with KIP-320).  Kafka expands the ISR while
-        it handles such a fetch; the model separates that from moving data."""
+        this leader (in this leader epoch with KIP-320), it is not truncating, and the
+        LEO the leader holds for it is not past its log (stale, from before it
+        restarted and truncated).  Kafka expands the ISR while it handles such a
+        fetch; the model separates that from moving data."""
         rm = self._rm(f)
         if rm is None or tp not in rm.partitions or rm.partitions[tp].leader != leader:
             return False
+        st = rm.fetchers.get(tp)
+        log = rm.logs.get(tp)
+        if self.data_path and (st is None or st.truncating
+                               or self._rm(leader).leader_partition(tp).remote_leos.get(f, -1)
+                               > (log.log_end_offset if log else 0)):
+            return False   # its next fetch is an OffsetsForLeaderEpoch, or would tell the leader a smaller LEO
         if self.truncation == "kip320":
             return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
         return True
@@ -697,4 +704,5 @@ class KafkaImplementation:
         if rm is not None and rm.leader_partition(tp) is not None:
             p = rm.leader_partition(tp)
             leos = {str(r): p.remote_leos.get(r, -1) for r in self.slots[tp.partition] if r != b}
-        return {"log": records, "hw": hw, "truncating": truncating, "follower_leos": leos}
+        epochs = [list(x) for x in log.epochs.entries] if log else []
+        return {"log": records, "epochs": epochs, "hw": hw, "truncating": truncating, "follower_leos": leos}

@@ -19,6 +19,9 @@ a crash: spec README "The data path").
     (3, [(0, 0), (2, 2)])
     >>> log.epochs.end_offset_for(0, log.log_end_offset)   # the start of the next epoch
     2
+    >>> log.epochs.assign(3, log.log_end_offset)           # Kafka 2.1: a new leader's epoch, no record yet
+    >>> log.epochs.entries
+    [(0, 0), (2, 2), (3, 3)]
     >>> log.truncate_to(2), log.epochs.entries
     (True, [(0, 0)])
 """
@@ -29,7 +32,10 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 
 class LeaderEpochCache:
-    """Kafka's ``LeaderEpochFileCache``: ``(epoch, start_offset)`` in increasing order."""
+    """Kafka's ``LeaderEpochFileCache``: ``(epoch, start_offset)`` in increasing order.
+
+    The answers to OffsetsForLeaderEpoch follow the version the broker runs: 0.11
+    (``end_offset_for``), 2.0 and 2.1 (``epoch_and_end_offset_for``)."""
 
     def __init__(self) -> None:
         self.entries: list[tuple[int, int]] = []
@@ -39,45 +45,51 @@ class LeaderEpochCache:
         return self.entries[-1][0] if self.entries else -1
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        if epoch > self.latest_epoch:
-            self.entries.append((epoch, start_offset))
+        """2.1's ``assign``: a new entry replaces every entry it conflicts with (a
+        larger or equal epoch, or a start at or past its own).  Before 2.1 only
+        appends assigned, always with an epoch at least the latest, where this is
+        0.11's rule (append if the epoch is newer)."""
+        if self.entries and self.entries[-1][0] == epoch and start_offset >= self.entries[-1][1]:
+            return
+        self.entries = [(e, o) for e, o in self.entries if e < epoch and o < start_offset]
+        self.entries.append((epoch, start_offset))
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Records at and above ``end_offset`` are gone: so are the epochs starting there."""
         self.entries = [(e, o) for e, o in self.entries if o < end_offset]
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> int:
-        """OffsetsForLeaderEpoch (KIP-101): the end offset of ``requested_epoch`` as this
-        log knows it.  The latest epoch ends at the LEO; an earlier one ends where the
-        first larger epoch starts (also when this log never had the requested epoch);
-        an epoch past everything this log has, or an empty cache, is
-        ``UNDEFINED_EPOCH_OFFSET`` (the follower then falls back to its HW)."""
-        if not self.entries:
-            return UNDEFINED_EPOCH_OFFSET
+        """0.11's OffsetsForLeaderEpoch answer (KIP-101): the latest epoch ends at the
+        LEO; an earlier one where the first larger epoch starts (also when this log
+        never had the requested epoch); ``UNDEFINED_EPOCH_OFFSET`` (the follower then
+        truncates to its HW) for an epoch past everything here or older than the
+        first cached epoch.  An empty cache's latest epoch is -1."""
         if requested_epoch == self.latest_epoch:
             return log_end_offset
-        for epoch, start in self.entries:
-            if epoch > requested_epoch:
-                return start
-        return UNDEFINED_EPOCH_OFFSET
+        larger = [o for e, o in self.entries if e > requested_epoch]
+        if not larger or requested_epoch < self.entries[0][0]:
+            return UNDEFINED_EPOCH_OFFSET
+        return larger[0]
 
-    def epoch_and_end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """KIP-279's answer: the largest epoch this log has that is not larger than the
-        requested one, and the end offset of that epoch.  If every epoch here is larger,
-        the requested epoch ends where this log's first epoch starts (Kafka 2.0).  An
-        empty log answers ``(requested, 0)``: nothing the requester has is here.  Kafka
-        2.0 answered UNDEFINED, and the follower truncated to its HW and then to 0 on
-        its next fetch's OffsetOutOfRange; the model takes both as one step
-        (spec/datapath.py ``_diverging_offset``)."""
-        found = -1
-        for i, (epoch, _start) in enumerate(self.entries):
-            if epoch <= requested_epoch:
-                found = i
-        if found < 0:
-            return requested_epoch, self.entries[0][1] if self.entries else 0
-        epoch = self.entries[found][0]
-        end = self.entries[found + 1][1] if found + 1 < len(self.entries) else log_end_offset
-        return epoch, end
+    def epoch_and_end_offset_for(self, requested_epoch: int, log_end_offset: int,
+                                 kafka_2_1: bool = True) -> tuple[int, int]:
+        """KIP-279's answer (2.0 and 2.1): the largest epoch here not larger than the
+        requested one, and where it ends.  An undefined request or an epoch past the
+        latest gets ``(-1, UNDEFINED_EPOCH_OFFSET)``.  An epoch older than the first
+        cached one: 2.0 answers UNDEFINED as 0.11 did; 2.1 answers ``(requested, start
+        of the first epoch)``."""
+        undefined = (-1, UNDEFINED_EPOCH_OFFSET)
+        if requested_epoch == -1:
+            return undefined
+        if requested_epoch == self.latest_epoch:
+            return requested_epoch, log_end_offset
+        larger = [o for e, o in self.entries if e > requested_epoch]
+        smaller = [e for e, _ in self.entries if e <= requested_epoch]
+        if not larger:
+            return undefined
+        if not smaller:
+            return (requested_epoch, larger[0]) if kafka_2_1 else undefined
+        return smaller[-1], larger[0]
 
 
 class Log:

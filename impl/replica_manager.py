@@ -11,8 +11,13 @@ Choices shared with the model, each with its pointer:
   ``deliver_leader_and_isr``: ``max``); Kafka assigns the request's epoch, which is the
   same whenever the StaleControllerEpoch check is on.
 - StopReplica(delete=true) drops the partition's state, its fetcher and its log.
-- A new leader forgets what it knew of its followers' positions, so its HW waits for a
-  fetch in the new epoch (README "The data path", spec/datapath.py ``on_become_leader``).
+- ``Partition.makeLeader``: the HW is the broker's own; a broker that was not leader
+  already forgets its followers' positions, so its HW waits for them to fetch; a leader
+  that only gets a new epoch keeps them; then the HW may move at once (the ISR may be
+  down to the leader).  From 2.1 the new epoch goes into the epoch cache at the LEO
+  (KAFKA-7415).  spec/datapath.py ``on_become_leader``.
+- ``Partition.makeFollower``: the fetcher restarts (and truncates) when the leader
+  changed (0.10 to 2.0) or on every new leader epoch (2.1).
 - The follower's HW comes from the HW the leader read *before* it recorded this fetch.
 - ISR expansion: the follower has fetched from this leader up to its HW; with KIP-320,
   also in this leader epoch and only once the HW has reached this leader's own epoch
@@ -140,9 +145,9 @@ class ReplicaManager:
                       req.zk_version)
         self.partitions[tp] = p
         if req.leader == self.broker_id:
-            self._make_leader(p)
+            self._make_leader(p, current)
         elif req.leader != NO_LEADER:
-            self._make_follower(p)
+            self._make_follower(p, current)
         return NONE
 
     @staticmethod
@@ -150,17 +155,35 @@ class ReplicaManager:
         """StaleLeaderEpoch: only a strictly newer leader epoch is applied."""
         return request_epoch <= current_epoch
 
-    def _make_leader(self, p: Partition) -> None:
+    def _make_leader(self, p: Partition, current: Partition | None) -> None:
+        """``Partition.makeLeader``: from 2.1 the leader epoch goes into the epoch cache
+        at the LEO (KAFKA-7415; before, the first append records it).  The HW is this
+        broker's own.  A broker that was not leader already forgets its followers'
+        LEOs (``UnknownLogReadResult``); one that only gets a new epoch keeps them.
+        Then the HW may move at once (``maybeIncrementLeaderHW``: the ISR may be
+        down to the leader)."""
         self.fetchers.pop(p.tp, None)
         log = self.log(p.tp)
-        p.remote_leos = {r: -1 for r in p.replicas if r != self.broker_id}
+        if self.config.truncation == "kip320":
+            log.epochs.assign(p.leader_epoch, log.log_end_offset)
+        was_leader = current is not None and current.leader == self.broker_id
+        kept = current.remote_leos if was_leader else {}
+        p.remote_leos = {r: kept.get(r, -1) for r in p.replicas if r != self.broker_id}
         p.min_insync_replicas = int(self.zk.get_topic_config(p.tp.topic).get(
             "min.insync.replicas", self.config.min_insync_replicas))
         self._trace("Leader", f"{p.tp} starts at leader epoch {p.leader_epoch} from offset "
                     f"{log.log_end_offset} with high watermark {log.high_watermark_checkpoint}. "
-                    f"Previous leader epoch was {p.leader_epoch}. ISR {list(p.isr)}")
+                    f"Previous leader epoch was {current.leader_epoch if current else -1}. ISR {list(p.isr)}")
+        self._maybe_increment_hw(p)
 
-    def _make_follower(self, p: Partition) -> None:
+    def _make_follower(self, p: Partition, current: Partition | None) -> None:
+        """``ReplicaManager.makeFollowers``: the fetcher restarts (and the follower
+        truncates) only if ``Partition.makeFollower`` says so: when the leader changed
+        (0.10 to 2.0), on every new leader epoch (2.1)."""
+        restart = self.config.truncation == "kip320" or current is None or current.leader != p.leader
+        if not restart:
+            self._trace("Follower", f"{p.tp} keeps following leader {p.leader} at leader epoch {p.leader_epoch}")
+            return
         log = self.log(p.tp)
         if self.config.truncation == "high_watermark":
             # Before KIP-101: truncate to the HW right away, then fetch.
@@ -271,7 +294,8 @@ class ReplicaManager:
         if self.config.truncation == "kip101":
             return OffsetsForLeaderEpochResponse(NONE, -1, log.epochs.end_offset_for(req.leader_epoch,
                                                                                      log.log_end_offset))
-        epoch, end = log.epochs.epoch_and_end_offset_for(req.leader_epoch, log.log_end_offset)
+        epoch, end = log.epochs.epoch_and_end_offset_for(req.leader_epoch, log.log_end_offset,
+                                                         kafka_2_1=self.config.truncation == "kip320")
         return OffsetsForLeaderEpochResponse(NONE, epoch, end)
 
     # -- leader: ISR shrink and expand ------------------------------------------------------
@@ -365,23 +389,29 @@ class ReplicaManager:
         log = self.log(tp)
         if resp.error != NONE:
             return None
-        if not log.records:
-            offset, done = 0, True
-        elif resp.end_offset == UNDEFINED_EPOCH_OFFSET:
-            offset, done = log.high_watermark_checkpoint, True
-        elif self.config.truncation == "kip101":
-            offset, done = min(resp.end_offset, log.log_end_offset), True
+        leo = log.log_end_offset
+        if resp.end_offset == UNDEFINED_EPOCH_OFFSET:
+            offset, done = min(log.high_watermark_checkpoint, leo), True
+        elif self.config.truncation == "kip101" or resp.leader_epoch == -1:
+            offset, done = min(resp.end_offset, leo), True
         else:
-            f_epoch, f_end = log.epochs.epoch_and_end_offset_for(resp.leader_epoch, log.log_end_offset)
+            f_epoch, f_end = log.epochs.epoch_and_end_offset_for(resp.leader_epoch, leo,
+                                                                 kafka_2_1=self.config.truncation == "kip320")
             if f_end == UNDEFINED_EPOCH_OFFSET:
-                offset, done = min(resp.end_offset, log.log_end_offset), True
+                offset, done = min(resp.end_offset, leo), True
             elif f_epoch != resp.leader_epoch:
-                offset, done = min(f_end, log.log_end_offset), False
+                offset, done = min(f_end, leo), False
             else:
-                offset, done = min(resp.end_offset, f_end), True
-        if log.truncate_to(offset):
+                offset, done = min(resp.end_offset, f_end, leo), True
+        cut = log.truncate_to(offset)
+        if cut:
             self._trace("Follower", f"{tp} truncated to offset {offset} (OffsetsForLeaderEpoch)")
         if done:
             st.truncating = False
+            return None
+        if not cut:
+            # The next round would get the same answer: Kafka 2.1 asks again for ever (an
+            # epoch the cache holds at the LEO survives a truncation that cuts nothing).
+            self._trace("Follower", f"{tp} truncation to {offset} changed nothing; still truncating")
             return None
         return self.build_offsets_for_leader_epoch(tp)

@@ -98,9 +98,9 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         s = s._replace(brokers=put(s.brokers, b, br))
         if applied and m.cfg.data_path:
             if req.leader == b:
-                s = datapath.on_become_leader(m, s, b, req.partition)
+                s = datapath.on_become_leader(m, s, b, req.partition, current.leader == b)
             elif req.leader != NO_LEADER:
-                s = datapath.on_become_follower(m, s, b, req.partition)
+                s = datapath.on_become_follower(m, s, b, req.partition, current.leader)
         return s
     return s._replace(brokers=put(s.brokers, b, br))
 

@@ -1,21 +1,27 @@
 """The replication data path: produce, follower fetch, high watermark, truncation.
 
-Enabled by ``max_records > 0``.  Every historical truncation rule is kept as a
-configuration choice, each a small override of the base rule in the spirit of
-Gustafson's module chain (KafkaReplication <- Kip101 <- Kip279 <- Kip320):
+Enabled by ``max_records > 0``.  The ``truncation`` value names the Kafka version
+whose replication rules apply, and each version is a small strategy class that
+overrides only what its KIP changed, as Gustafson's specification modules do
+(KafkaReplication <- Kip101 <- Kip279 <- Kip320):
 
-- ``high_watermark`` (before KIP-101): a new follower truncates to its own HW.
-- ``kip101``: it asks the leader for the end offset of its last epoch
-  (OffsetsForLeaderEpoch) and truncates there; a leader that never had that epoch
-  answers with the start of its first larger epoch, which can be past the point
-  where the logs diverge (the hole KIP-279 closed).
-- ``kip279``: it truncates to the first offset where the two logs diverge.
-- ``kip320``: the same, but the OffsetsForLeaderEpoch answer and every fetch are
-  fenced by the leader epoch, and the ISR only grows once the HW has reached the
-  leader's own epoch.
+- ``high_watermark`` = Kafka 0.10 (``HighWatermark``): a broker that starts to
+  follow a new leader truncates to its own HW.
+- ``kip101`` = 0.11 (``Kip101``): it asks the leader for the end offset of its
+  latest cached epoch (OffsetsForLeaderEpoch) and truncates there, or to its HW when
+  the leader answers UNDEFINED (an epoch the leader never had and nothing larger,
+  or older than the leader's first).
+- ``kip279`` = 2.0 (``Kip279``): the answer names the leader's epoch too, and the
+  rounds go on until the follower finds where the logs diverge.
+- ``kip320`` = 2.1 (``Kip320``): a new leader records its epoch in the cache at once
+  (KAFKA-7415), a follower truncates again on every new leader epoch, and the answer
+  and every fetch are fenced by the leader epoch.
 
-The OffsetsForLeaderEpoch round trip is one step (``TruncateFollower``), reading
-the log of the broker the follower believes leads, as Gustafson's specs do.
+Every version shares the leader-epoch cache (``epoch_cache``: what
+``leader-epoch-checkpoint`` holds) and ``Partition.makeLeader``'s HW rule
+(``on_become_leader``).  The OffsetsForLeaderEpoch rounds are one step
+(``TruncateFollower``), reading the cache of the broker the follower believes leads,
+as Gustafson's specs do.
 """
 
 from __future__ import annotations
@@ -33,11 +39,8 @@ DOCS = {
                         "the leader's and truncates there (KIP-101 and later)",
 }
 
-EMPTY = Replica((), 0, (), False)
-
-
 def fresh_replica(rf: int) -> Replica:
-    return Replica((), 0, tuple(-1 for _ in range(rf)), False)
+    return Replica((), 0, tuple(-1 for _ in range(rf)), False, -1)
 
 
 # -- leader-side helpers -----------------------------------------------------------------
@@ -131,7 +134,7 @@ def produce(m, s: KafkaState, a: Action) -> KafkaState:
     if acks == "all" and len(view.isr) < m.cfg.min_insync_replicas:
         return s._replace(ghost=s.ghost._replace(inv_write_refused=True))  # NotEnoughReplicas
     offset = len(rep.log)
-    s = _with_replica(s, b, p, rep._replace(log=rep.log + (view.leader_epoch,)))
+    s = _with_replica(s, b, p, append(rep, view.leader_epoch))
     s = s._replace(budget=s.budget._replace(records=s.budget.records - 1))
     if acks == "all":
         s = s._replace(ghost=s.ghost._replace(inv_pending=_add(s.ghost.inv_pending,
@@ -153,7 +156,7 @@ def _fetch_target(m, s: KafkaState, f: int, p: int):
     lv = _leader_view(s, leader, p)
     if lv is None:
         return None  # NotLeaderForPartition (or the leader is down)
-    if m.cfg.truncation == "kip320" and lv[0].leader_epoch != fview.leader_epoch:
+    if rule(m).fenced_by_epoch and lv[0].leader_epoch != fview.leader_epoch:
         return None  # KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
     return leader
 
@@ -182,51 +185,216 @@ def fetch(m, s: KafkaState, a: Action) -> KafkaState:
     f, leader, p = a.get("follower"), a.get("leader"), a.get("partition")
     frep = s.brokers[f].replicas[p]
     lrep = s.brokers[leader].replicas[p]
-    log = frep.log
-    if len(log) > len(lrep.log):
+    if len(frep.log) > len(lrep.log):
         # OffsetOutOfRange: the follower is ahead of the leader and truncates to its LEO.
-        log = log[:len(lrep.log)]
+        frep = _truncated(frep, len(lrep.log))
         s = s._replace(ghost=s.ghost._replace(inv_follower_truncated=True))
-    fetch_offset = len(log)
+    fetch_offset = len(frep.log)
     if fetch_offset < len(lrep.log):
-        log = log + (lrep.log[fetch_offset],)
+        frep = append(frep, lrep.log[fetch_offset])
     # The response carries the HW the leader had when it read the log, *before* it
     # records this fetch's offset (Kafka reads the HW first): the follower's HW is
     # one fetch round behind the leader's, which is what KIP-101's scenarios need.
-    s = _with_replica(s, f, p, frep._replace(log=log, hw=min(len(log), lrep.hw)))
+    s = _with_replica(s, f, p, frep._replace(hw=min(len(frep.log), lrep.hw)))
     i = m.ar[p].index(f)
     s = _with_replica(s, leader, p, lrep._replace(leos=put(lrep.leos, i, fetch_offset)))
     return advance_hw(m, s, leader, p)
 
 
-# -- truncation ------------------------------------------------------------------------------
+# -- the leader-epoch cache -------------------------------------------------------------------
 
-def _kip101_offset(frep: Replica, lrep: Replica) -> int:
-    """Gustafson's LookupOffsetForEpoch: the end offset of the follower's last epoch
-    as the leader sees it; if the leader never had that epoch, the start of its
-    first larger epoch (or the follower's HW if there is none)."""
-    if not frep.log:
-        return 0
-    epoch = frep.log[-1]
-    if not lrep.log:
-        return frep.hw
-    if lrep.log[-1] == epoch:
-        return len(lrep.log)
-    larger = [o for o, e in enumerate(lrep.log) if e > epoch]
-    return min(larger) if larger else frep.hw
+UNDEFINED = -1   # UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
 
 
-def _diverging_offset(frep: Replica, lrep: Replica) -> int:
-    """KIP-279: one past the last offset where both logs hold the same record."""
-    for o in range(min(len(frep.log), len(lrep.log)) - 1, -1, -1):
-        if frep.log[o] == lrep.log[o]:
-            return o + 1
-    return 0
+def epoch_cache(rep: Replica) -> tuple:
+    """Kafka's ``LeaderEpochFileCache`` (``leader-epoch-checkpoint``): ``(epoch,
+    start offset)`` per epoch, in order.  Appends assign each record's epoch at its
+    offset (``Log.append``), truncation drops the entries at and above the new LEO
+    (``truncateFromEnd``), so the entries are the records' epochs, plus, from Kafka
+    2.1, the epoch a leader assigned at its LEO on becoming leader before it had a
+    record of it (``unwritten_epoch``)."""
+    out = []
+    for o, e in enumerate(rep.log):
+        if not out or out[-1][0] != e:
+            out.append((e, o))
+    if rep.unwritten_epoch >= 0:
+        out.append((rep.unwritten_epoch, len(rep.log)))
+    return tuple(out)
+
+
+def latest_epoch(rep: Replica) -> int:
+    """``LeaderEpochFileCache.latestEpoch``: what a follower asks about."""
+    if rep.unwritten_epoch >= 0:
+        return rep.unwritten_epoch
+    return rep.log[-1] if rep.log else UNDEFINED
+
+
+def append(rep: Replica, epoch: int) -> Replica:
+    """``Log.append``: the record's epoch is assigned at its offset; an unwritten
+    entry at the LEO is replaced (2.1's ``truncateAndAppend``) or becomes this one."""
+    return rep._replace(log=rep.log + (epoch,), unwritten_epoch=UNDEFINED)
+
+
+# -- truncation rules: one strategy per protocol version ---------------------------------------
+
+class HighWatermark:
+    """Kafka 0.10 (before KIP-101): a broker that starts to follow a new leader
+    truncates its log to its own HW (``ReplicaManager.makeFollowers``), then fetches.
+    Every later rule overrides only what its KIP changed."""
+
+    name = "high_watermark"
+    offsets_for_leader_epoch = False     # TruncateFollower exists
+    fenced_by_epoch = False              # KIP-320
+
+    def restarts_fetcher(self, old_leader: int, new_leader: int) -> bool:
+        """``Partition.makeFollower`` (0.10 to 2.0) returns false when the leader did
+        not change: a new leader epoch with the same leader leaves the fetcher alone
+        (no truncation, no OffsetsForLeaderEpoch)."""
+        return old_leader != new_leader
+
+    def become_follower(self, s: KafkaState, b: int, p: int) -> KafkaState:
+        return truncate_to(s, b, p, s.brokers[b].replicas[p].hw)
+
+    def become_leader(self, rep: Replica, leader_epoch: int) -> Replica:
+        """Before 2.1 the cache learns a leader's epoch with its first append."""
+        return rep
+
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int) -> bool:
+        return False
+
+
+class Kip101(HighWatermark):
+    """Kafka 0.11 (KIP-101): a new follower asks the leader for the end offset of its
+    latest cached epoch (OffsetsForLeaderEpoch v0) and truncates there, or to its HW
+    if the leader answers UNDEFINED (``ReplicaFetcherThread.maybeTruncate``)."""
+
+    name = "kip101"
+    offsets_for_leader_epoch = True
+
+    def become_follower(self, s: KafkaState, b: int, p: int) -> KafkaState:
+        return _with_replica(s, b, p, s.brokers[b].replicas[p]._replace(truncating=True))
+
+    @staticmethod
+    def end_offset_for(cache: tuple, leo: int, requested: int) -> int:
+        """0.11's ``LeaderEpochFileCache.endOffsetFor``: the LEO for the latest epoch;
+        else the start of the first larger epoch, but UNDEFINED when there is none or
+        when the requested epoch is older than the first cached one."""
+        latest = cache[-1][0] if cache else UNDEFINED
+        if requested == latest:
+            return leo
+        larger = [start for e, start in cache if e > requested]
+        if not larger or requested < cache[0][0]:
+            return UNDEFINED
+        return larger[0]
+
+    def truncation(self, frep: Replica, lrep: Replica) -> tuple:
+        """``(offset, done)``: where the follower truncates, and whether it then
+        fetches (else it asks again)."""
+        answer = self.end_offset_for(epoch_cache(lrep), len(lrep.log), latest_epoch(frep))
+        if answer == UNDEFINED:
+            return min(frep.hw, len(frep.log)), True
+        return min(answer, len(frep.log)), True
+
+
+class Kip279(Kip101):
+    """Kafka 2.0 (KIP-279): the leader answers with the largest epoch it has that is
+    not larger than the requested one, and that epoch's end offset; a follower that
+    does not have that epoch truncates to the end of its own largest epoch below it
+    and asks again (``AbstractFetcherThread.getOffsetTruncationState``), until both
+    agree.  The rounds are one model step: nothing else changes either log meanwhile
+    (the follower does not fetch while it truncates, and a leader's appends are past
+    any answer it gave)."""
+
+    name = "kip279"
+
+    @staticmethod
+    def epoch_end_offset(cache: tuple, leo: int, requested: int) -> tuple:
+        """2.0's ``endOffsetFor``: ``(epoch, end offset)``; UNDEFINED for an undefined
+        request, for an epoch past the latest and for one older than the first."""
+        if requested == UNDEFINED:
+            return UNDEFINED, UNDEFINED
+        latest = cache[-1][0] if cache else UNDEFINED
+        if requested == latest:
+            return requested, leo
+        larger = [start for e, start in cache if e > requested]
+        if not larger or requested < cache[0][0]:
+            return UNDEFINED, UNDEFINED
+        return [e for e, _ in cache if e <= requested][-1], larger[0]
+
+    def truncation(self, frep: Replica, lrep: Replica) -> tuple:
+        lcache = epoch_cache(lrep)
+        while True:   # each round that goes on cuts the follower's log shorter
+            epoch, end = self.epoch_end_offset(lcache, len(lrep.log), latest_epoch(frep))
+            if end == UNDEFINED:
+                return min(frep.hw, len(frep.log)), True
+            f_epoch, f_end = self.epoch_end_offset(epoch_cache(frep), len(frep.log), epoch)
+            if f_end == UNDEFINED:
+                return min(end, len(frep.log)), True
+            if f_epoch == epoch:
+                return min(f_end, end, len(frep.log)), True
+            # the follower does not have the leader's epoch: it truncates to the end of
+            # its own largest epoch below it and asks again
+            cut = _truncated(frep, min(f_end, len(frep.log)))
+            if cut is frep:
+                # Nothing to cut, so the next answer is the same one: Kafka 2.1 asks again
+                # for ever (an unwritten epoch at the LEO survives a no-op truncation).
+                return len(frep.log), False
+            frep = cut
+
+
+class Kip320(Kip279):
+    """Kafka 2.1 (KIP-320, KAFKA-7415): the new leader records its epoch at its LEO
+    on becoming leader (``Partition.makeLeader``); a follower restarts its fetcher
+    (and truncates) on every new leader epoch (``Partition.makeFollower``); the
+    fetch and the OffsetsForLeaderEpoch request carry the follower's leader epoch
+    and a leader in another epoch refuses them (FENCED_LEADER_EPOCH /
+    UNKNOWN_LEADER_EPOCH); an epoch older than the first cached one ends where the
+    first cached one starts."""
+
+    name = "kip320"
+    fenced_by_epoch = True
+
+    def restarts_fetcher(self, old_leader: int, new_leader: int) -> bool:
+        return True    # the leader epoch always changed (the broker applies only newer ones)
+
+    def become_leader(self, rep: Replica, leader_epoch: int) -> Replica:
+        if rep.log and rep.log[-1] == leader_epoch:
+            return rep
+        return rep._replace(unwritten_epoch=leader_epoch)
+
+    @staticmethod
+    def epoch_end_offset(cache: tuple, leo: int, requested: int) -> tuple:
+        if requested == UNDEFINED:
+            return UNDEFINED, UNDEFINED
+        latest = cache[-1][0] if cache else UNDEFINED
+        if requested == latest:
+            return requested, leo
+        larger = [start for e, start in cache if e > requested]
+        if not larger:
+            return UNDEFINED, UNDEFINED
+        smaller = [e for e, _ in cache if e <= requested]
+        return (smaller[-1] if smaller else requested), larger[0]
+
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int) -> bool:
+        """The follower follows the leader's epoch, and the HW has reached the leader's
+        own epoch (rules found with Gustafson's KIP-320 specification)."""
+        view, rep = _leader_view(s, b, p)
+        if s.brokers[f].partitions[p].leader_epoch != view.leader_epoch:
+            return True
+        return rep.hw != len(rep.log) and rep.log[rep.hw] != view.leader_epoch
+
+
+RULES = {r.name: r for r in (HighWatermark(), Kip101(), Kip279(), Kip320())}
+
+
+def rule(m) -> HighWatermark:
+    return RULES[m.cfg.truncation]
 
 
 def truncate_enabled(m, s: KafkaState, out: list) -> None:
-    if not m.cfg.data_path or m.cfg.truncation == "high_watermark":
+    if not m.cfg.data_path or not rule(m).offsets_for_leader_epoch:
         return
+    fenced = rule(m).fenced_by_epoch
     for f, fb in enumerate(s.brokers):
         if not fb.alive:
             continue
@@ -237,7 +405,7 @@ def truncate_enabled(m, s: KafkaState, out: list) -> None:
             lv = _leader_view(s, fview.leader, p) if fview.leader not in (NO_LEADER, f) else None
             if lv is None:
                 continue
-            if m.cfg.truncation == "kip320" and lv[0].leader_epoch != fview.leader_epoch:
+            if fenced and lv[0].leader_epoch != fview.leader_epoch:
                 continue  # KIP-320: the answer of a leader in another epoch is not used
             out.append(action("TruncateFollower", follower=f, leader=fview.leader, partition=p))
 
@@ -246,65 +414,80 @@ def truncate(m, s: KafkaState, a: Action) -> KafkaState:
     f, leader, p = a.get("follower"), a.get("leader"), a.get("partition")
     frep = s.brokers[f].replicas[p]
     lrep = s.brokers[leader].replicas[p]
-    if m.cfg.truncation == "kip101":
-        offset = _kip101_offset(frep, lrep)
-    else:
-        offset = _diverging_offset(frep, lrep)
-    return truncate_to(s, f, p, offset)
+    offset, done = rule(m).truncation(frep, lrep)
+    s = truncate_to(s, f, p, offset)
+    if not done:
+        return s
+    return _with_replica(s, f, p, s.brokers[f].replicas[p]._replace(truncating=False))
+
+
+def _truncated(rep: Replica, offset: int) -> Replica:
+    """``Log.truncateTo``: a no-op at or past the LEO; else the records, the cache
+    entries from ``offset`` on (an unwritten one included) and the HW above go."""
+    if offset >= len(rep.log):
+        return rep
+    return rep._replace(log=rep.log[:offset], hw=min(rep.hw, offset), unwritten_epoch=UNDEFINED)
 
 
 def truncate_to(s: KafkaState, b: int, p: int, offset: int) -> KafkaState:
     rep = s.brokers[b].replicas[p]
-    offset = min(offset, len(rep.log))
-    s = _with_replica(s, b, p, rep._replace(log=rep.log[:offset], hw=min(rep.hw, offset), truncating=False))
-    if offset < len(rep.log) and not s.ghost.inv_follower_truncated:
+    new = _truncated(rep, offset)
+    if new is rep:
+        return s
+    s = _with_replica(s, b, p, new)
+    if not s.ghost.inv_follower_truncated:
         s = s._replace(ghost=s.ghost._replace(inv_follower_truncated=True))
     return s
 
 
 # -- hooks used by broker.py -------------------------------------------------------------------
 
-def on_become_leader(m, s: KafkaState, b: int, p: int) -> KafkaState:
-    """A new leader forgets what it knew of the followers' LEOs (Kafka resets the
-    remote replicas' fetch state), so the HW waits for a fetch in the new epoch.
-    What is below its own HW is exposed to consumers at once."""
-    rep = s.brokers[b].replicas[p]
-    i = m.ar[p].index(b)
-    leos = tuple(len(rep.log) if j == i else -1 for j in range(len(m.ar[p])))
-    s = _with_replica(s, b, p, rep._replace(leos=leos, truncating=False))
+def on_become_leader(m, s: KafkaState, b: int, p: int, was_leader: bool) -> KafkaState:
+    """``Partition.makeLeader`` (0.10 to 2.1): the HW is the broker's own (the one it
+    had as follower, or read from its checkpoint after a restart).  A broker that
+    was not leader already forgets its followers' LEOs (``UnknownLogReadResult``),
+    so they hold the HW until they fetch in this leadership; a leader that only
+    gets a new epoch keeps them.  Then the HW may move at once
+    (``maybeIncrementLeaderHW``: the ISR may be down to the leader), and what is
+    below it is exposed to consumers.  From 2.1 the epoch goes into the cache first."""
+    rep = rule(m).become_leader(s.brokers[b].replicas[p], s.brokers[b].partitions[p].leader_epoch)
+    if not was_leader:
+        i = m.ar[p].index(b)
+        rep = rep._replace(leos=tuple(len(rep.log) if j == i else -1 for j in range(len(m.ar[p]))))
+    s = _with_replica(s, b, p, rep._replace(truncating=False))
+    s = advance_hw(m, s, b, p)
     return expose(s, b, p, s.brokers[b].partitions[p].leader_epoch)
 
 
-def on_become_follower(m, s: KafkaState, b: int, p: int) -> KafkaState:
-    rep = s.brokers[b].replicas[p]
-    if m.cfg.truncation == "high_watermark":
-        return truncate_to(s, b, p, rep.hw)
-    return _with_replica(s, b, p, rep._replace(truncating=True))
+def on_become_follower(m, s: KafkaState, b: int, p: int, old_leader: int) -> KafkaState:
+    """``ReplicaManager.makeFollowers``: only a partition whose fetcher restarts
+    (``Partition.makeFollower`` returned true) truncates."""
+    r = rule(m)
+    if not r.restarts_fetcher(old_leader, s.brokers[b].partitions[p].leader):
+        return s
+    return r.become_follower(s, b, p)
 
 
 def isr_expand_allowed(m, s: KafkaState, b: int, p: int, f: int) -> bool:
-    """Which follower may join the ISR.  Every variant: it follows this leader and
-    the leader has seen it fetch up to the leader's HW.  KIP-320 adds two fences
-    found with Gustafson's spec: it follows the leader's *epoch*, and the HW has
-    reached the leader's own epoch, so a follower cannot join while it may still
-    miss committed records of an earlier epoch."""
-    view, rep = _leader_view(s, b, p)
+    """Which follower may join the ISR (``Partition.maybeExpandIsr``).  Every
+    variant: it follows this leader and the leader has seen it fetch up to the
+    leader's HW.  Kafka expands while it handles a fetch, so the follower must be
+    fetching (not truncating), and what the leader saw must not be stale: a leader
+    that kept its followers' LEOs over a new epoch (``on_become_leader``) may hold
+    one from before the follower restarted and truncated.  KIP-320 adds the fences
+    of ``Kip320.isr_expand_fenced``."""
+    _view, rep = _leader_view(s, b, p)
     fb = s.brokers[f]
-    if not fb.alive or fb.partitions[p].leader != b:
+    if not fb.alive or fb.partitions[p].leader != b or fb.replicas[p].truncating:
         return False
     leo = rep.leos[m.ar[p].index(f)]
-    if leo < 0 or leo < rep.hw:
+    if leo < 0 or leo < rep.hw or leo > len(fb.replicas[p].log):
         return False
-    if m.cfg.truncation == "kip320":
-        if fb.partitions[p].leader_epoch != view.leader_epoch:
-            return False
-        if rep.hw != len(rep.log) and rep.log[rep.hw] != view.leader_epoch:
-            return False
-    return True
+    return not rule(m).isr_expand_fenced(s, b, p, f)
 
 
 def on_stop(replicas: tuple) -> tuple:
-    """A process stop keeps what is on disk (log, HW) and loses what is in memory."""
+    """A process stop keeps what is on disk (log, epoch cache, HW) and loses what is in memory."""
     return tuple(r._replace(leos=tuple(-1 for _ in r.leos), truncating=False) for r in replicas)
 
 

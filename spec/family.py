@@ -91,11 +91,18 @@ _PRESETS = {
                       {**_TWO, "max_session_expiries": 0, "unclean_leader_election": True}),
     # The data path (issue 3): the known-anomaly table.  The same bounds for every
     # truncation rule, so that the fixed rule holds where the older ones fail.
+    # Narrow: crashes only.  Kept for the tests that pin them (tests/test_anomalies.py,
+    # test_atomic.py, test_conform_kafka.py, test_impl.py); the wide presets below are
+    # the verdicts.
     "data-kip320": Preset("data-kip320", "data path, 2 brokers, 2 records, 2 crashes: truncation=kip320 "
-                          "(every fix on); must hold", _DATA),
-    "data-kip279": Preset("data-kip279", "as data-kip320 with truncation=kip279", {**_DATA, "truncation": "kip279"}),
-    "data-kip101": Preset("data-kip101", "as data-kip320 with truncation=kip101", {**_DATA, "truncation": "kip101"}),
-    "data-hw": Preset("data-hw", "as data-kip320 with truncation=high_watermark (before KIP-101): "
+                          "(every fix on); narrow: leaves out session expiry, ISR shrink, preferred election, "
+                          "controlled shutdown and reassignment (see data-kip320-wide)", _DATA),
+    "data-kip279": Preset("data-kip279", "as data-kip320 (narrow) with truncation=kip279",
+                          {**_DATA, "truncation": "kip279"}),
+    "data-kip101": Preset("data-kip101", "as data-kip320 (narrow) with truncation=kip101; holds only because it "
+                          "leaves out preferred election and reassignment (see data-kip101-wide)",
+                          {**_DATA, "truncation": "kip101"}),
+    "data-hw": Preset("data-hw", "as data-kip320 (narrow) with truncation=high_watermark (before KIP-101): "
                       "committed data lost", {**_DATA, "truncation": "high_watermark"}),
     # Three replicas: the holes KIP-279 and KIP-320 closed.  Their counterexamples are
     # 16-18 steps deep, beyond reach with the controller's steps interleaved, so these
@@ -112,6 +119,27 @@ _PRESETS = {
                            "shrink: acknowledged data lost",
                            {**_DATA, "unclean_leader_election": True, "max_crashes": 1, "max_isr_shrinks": 1}),
 }
+
+
+# The data path under every fault kind that can touch it (issue 11): 2 brokers, a crash,
+# a session expiry, an ISR shrink, preferred election, a controlled shutdown and one
+# reassignment that only reorders the AR (so the preferred replica changes), with the
+# full controller (every interleaving).  Expected: high_watermark and kip101 violated,
+# kip279 and kip320 hold.
+_WIDE = {**_TWO, "max_records": 2, "max_crashes": 1, "max_session_expiries": 1, "max_isr_shrinks": 1,
+         "preferred_election": True, "max_controlled_shutdowns": 1, "reassignments": "1,0",
+         "max_controller_failovers": 1}
+_WIDE_VERDICT = {"high_watermark": "committed data lost (before KIP-101)",
+                 "kip101": "acknowledged data lost with two brokers (before KIP-279)",
+                 "kip279": "must hold", "kip320": "must hold"}
+_PRESETS.update({
+    f"data-{'hw' if t == 'high_watermark' else t}-wide": Preset(
+        f"data-{'hw' if t == 'high_watermark' else t}-wide",
+        f"data path, 2 brokers, 2 records; a crash, a session expiry, an ISR shrink, preferred election, a "
+        f"controlled shutdown and a reassignment reordering the AR [0, 1] -> [1, 0]: truncation={t}: "
+        f"{_WIDE_VERDICT[t]} (large: see README)", {**_WIDE, "truncation": t})
+    for t in ("high_watermark", "kip101", "kip279", "kip320")
+})
 
 
 # Partition reassignment (issue 4): kept small, because tests/test_spark_kafka.py

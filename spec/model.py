@@ -152,7 +152,8 @@ class KafkaModel(Model):
         for p, r in enumerate(br.replicas):
             leads = br.alive and br.partitions[p].leader == b
             leos = {str(x): r.leos[i] for i, x in enumerate(self.ar[p]) if x != b} if leads else None
-            replicas.append({"log": list(r.log), "hw": r.hw, "truncating": r.truncating, "follower_leos": leos})
+            replicas.append({"log": list(r.log), "epochs": [list(x) for x in datapath.epoch_cache(r)], "hw": r.hw,
+                             "truncating": r.truncating, "follower_leos": leos})
         inbox = sorted((_obs_request(q) for q in br.inbox), key=lambda d: json.dumps(d, sort_keys=True))
         out = {"alive": br.alive, "controller_epoch_seen": br.controller_epoch_seen,
                "partitions": [_obs_li(li) for li in br.partitions], "inbox": inbox, "ctx": ctx,
@@ -189,6 +190,7 @@ class KafkaModel(Model):
             }
             if br.replicas:
                 d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
+                                     "epoch_cache": _ids(f"{e}@{o}" for e, o in datapath.epoch_cache(r)),
                                      "truncating": r.truncating} for p, r in enumerate(br.replicas)}
             if br.ctx is not None:
                 c = br.ctx

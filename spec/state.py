@@ -117,8 +117,9 @@ class ControllerContext(NamedTuple):
 
 
 class Replica(NamedTuple):
-    """A broker's replica of one partition: its log and high watermark survive a
-    restart (they are on disk); ``leos`` and ``truncating`` are memory.
+    """A broker's replica of one partition: its log, its leader-epoch cache and its
+    high watermark survive a restart (they are on disk); ``leos`` and ``truncating``
+    are memory.
 
     A record is identified by (offset, leader epoch): only the leader of an epoch
     appends records in that epoch, and it appends each offset once, so the log is
@@ -128,6 +129,9 @@ class Replica(NamedTuple):
     hw: int                       # high watermark (exclusive)
     leos: tuple                   # as leader: LEO of each replica slot (KafkaModel.ar) it last saw fetch, -1 unknown
     truncating: bool              # a new follower that has not truncated yet (KIP-101 and later)
+    unwritten_epoch: int          # the leader-epoch cache's last entry when no record has it yet, at the LEO
+                                  # (Kafka 2.1 records its epoch on becoming leader, KAFKA-7415); -1 none.
+                                  # The other entries are the records' epochs (spec/datapath.py epoch_cache)
 
 
 class Broker(NamedTuple):

@@ -68,7 +68,7 @@ def test_two_broker_table_agrees_with_the_full_model():
         assert r.verdict == VIOLATED and r.violations[0].property == want
     r = check(build("data-kip320", atomic_controller=True))
     assert r.verdict == OK
-    assert r.stats.distinct < 99377 // 3   # the point of it
+    assert r.stats.distinct < 103120 // 3   # the point of it
 
 
 @pytest.mark.parametrize("preset", ["tiny", "failover", "delete"])

@@ -17,33 +17,74 @@ def model(preset="tiny", **overrides):
     return FAMILY.build(resolve(FAMILY, preset, overrides))
 
 
-def rep(log, hw=0):
-    return Replica(tuple(log), hw, (-1, -1), True)
+def rep(log, hw=0, unwritten=-1):
+    return Replica(tuple(log), hw, (-1, -1), True, unwritten)
 
 
-# -- truncation rules ----------------------------------------------------------------------
+def offset(rule, follower, leader):
+    return datapath.RULES[rule].truncation(follower, leader)[0]
+
+
+# -- truncation rules: one strategy per Kafka version ---------------------------------------
+
+def test_the_rules_are_an_override_chain():
+    hw, k101, k279, k320 = (type(datapath.RULES[n]) for n in ("high_watermark", "kip101", "kip279", "kip320"))
+    assert k320.__mro__[1:4] == (k279, k101, hw)
+    # each class defines only what its KIP changed
+    assert set(vars(k279)) - {"__module__", "__doc__", "__qualname__"} == {"name", "epoch_end_offset", "truncation"}
+
 
 def test_kip101_truncates_to_end_of_the_followers_last_epoch():
     # follower [0, 0, 1]; leader [0, 0, 2]: the leader never had epoch 1, so it answers
     # with the start of its first larger epoch (2 at offset 2): the follower keeps
     # offsets 0..1 and drops its epoch-1 record.
-    assert datapath._kip101_offset(rep([0, 0, 1]), rep([0, 0, 2])) == 2
+    assert offset("kip101", rep([0, 0, 1]), rep([0, 0, 2])) == 2
     # same last epoch: the leader's end offset
-    assert datapath._kip101_offset(rep([0, 0]), rep([0, 0, 0])) == 3
+    assert offset("kip101", rep([0, 0]), rep([0, 0, 0])) == 2
 
 
 def test_kip101_hole_the_answer_can_be_past_the_divergence():
-    # follower [0, 1]; leader [0, 2, 2]: the first larger epoch starts at 1, fine; but
     # follower [1, 1]; leader [0, 2]: the first epoch > 1 starts at offset 1, so the
     # follower keeps its epoch-1 record at offset 0 where the leader has epoch 0.
-    assert datapath._kip101_offset(rep([1, 1]), rep([0, 2])) == 1
-    assert datapath._diverging_offset(rep([1, 1]), rep([0, 2])) == 0
+    assert offset("kip101", rep([1, 1]), rep([0, 2])) == 1
+    # 2.0 answers (epoch 0, end 1); the follower's cache has nothing at or below epoch 0
+    # (UNDEFINED: "not tracking epochs then"), so it takes the leader's offset and keeps
+    # the record too; 2.1's cache answers (0, 0) for an epoch older than its first.
+    assert offset("kip279", rep([1, 1]), rep([0, 2])) == 1
+    assert offset("kip320", rep([1, 1]), rep([0, 2])) == 0
+
+
+def test_kip101_falls_back_to_the_hw_for_an_epoch_the_leader_never_had():
+    # follower [0, 2] with HW 2; leader [1]: epoch 2 is past the leader's latest, 0 is
+    # older than its first: UNDEFINED, and the follower keeps everything below its HW.
+    assert offset("kip101", rep([0, 2], hw=2), rep([1])) == 2
+    assert offset("kip101", rep([0], hw=1), rep([1, 1])) == 1      # 0 < the leader's first epoch
+    assert offset("kip320", rep([0], hw=1), rep([1, 1])) == 0      # 2.1 answers the first epoch's start
 
 
 def test_kip279_truncates_to_the_first_diverging_offset():
-    assert datapath._diverging_offset(rep([0, 0, 1]), rep([0, 0, 2])) == 2
-    assert datapath._diverging_offset(rep([0, 1]), rep([0, 1, 1])) == 2
-    assert datapath._diverging_offset(rep([]), rep([0])) == 0
+    assert offset("kip279", rep([0, 0, 1]), rep([0, 0, 2])) == 2
+    assert offset("kip279", rep([0, 1]), rep([0, 1, 1])) == 2
+    assert offset("kip279", rep([]), rep([0])) == 0
+
+
+def test_kip320_new_leaders_epoch_is_in_its_cache():
+    # The leader of epoch 3 has not appended yet: before 2.1 its cache ends with epoch 1,
+    # from 2.1 with epoch 3 at its LEO.
+    leader = datapath.RULES["kip320"].become_leader(rep([0, 1], unwritten=-1), 3)
+    assert datapath.epoch_cache(leader) == ((0, 0), (1, 1), (3, 2))
+    assert datapath.RULES["kip279"].become_leader(rep([0, 1]), 3) == rep([0, 1])
+    # a follower that led epoch 3 without a record asks about epoch 3, not 1
+    assert datapath.latest_epoch(rep([0, 1], unwritten=3)) == 3
+    # the next append takes the unwritten entry's place
+    assert datapath.append(leader, 3).unwritten_epoch == -1
+
+
+def test_kip320_round_that_cuts_nothing_keeps_the_follower_truncating():
+    # follower [0] that led epoch 3 without a record; leader [0, 2] leading epoch 4: the
+    # answer for 3 is epoch 2 ending at 2, which the follower lacks; the end of its own
+    # epoch below 2 (0) is its LEO, so nothing is cut and Kafka 2.1 asks again for ever.
+    assert datapath.RULES["kip320"].truncation(rep([0], unwritten=3), rep([0, 2], unwritten=4)) == (1, False)
 
 
 # -- the HW is one fetch round behind on the follower ----------------------------------------

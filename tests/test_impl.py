@@ -112,7 +112,33 @@ def test_atomic_controller_data_path_conforms_on_every_transition():
     step of the event that caused them, on both sides; the data path with unclean
     election, whole graph."""
     r = walk_graph("data-unclean", {"atomic_controller": True, "max_controller_failovers": 0}, probe=True)
-    assert (r["states"], r["edges"], r["taken"]) == (1893, 3229, 3229)
+    assert (r["states"], r["edges"], r["taken"]) == (1828, 3164, 3164)
+
+
+# Issue 11's rules on every transition, for each Kafka version: the HW when a broker
+# becomes leader (new leader or only a new epoch, after an ISR change or a preferred
+# election), the leader-epoch cache (2.1 records a new leader's epoch), a follower that
+# keeps fetching through a new epoch of the same leader (before 2.1), the ISR expand rule.
+_PREFERRED = {"max_records": 1, "max_crashes": 1, "max_isr_shrinks": 1, "preferred_election": True,
+              "atomic_controller": True, "max_controller_failovers": 0}
+
+
+@pytest.mark.parametrize("truncation", [pytest.param("high_watermark", marks=pytest.mark.slow), "kip101",
+                                        pytest.param("kip279", marks=pytest.mark.slow), "kip320"])
+def test_data_path_with_preferred_election_conforms_on_every_transition(truncation):
+    r = walk_graph("data-kip320", {**_PREFERRED, "truncation": truncation}, probe=True)
+    assert r["taken"] == r["edges"] > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("truncation", ["kip101", "kip320"])
+def test_data_path_with_an_ar_reordering_reassignment_conforms_on_every_transition(truncation):
+    """The reassignment's epoch bumps reach a follower whose leader does not change."""
+    r = walk_graph("data-kip320", {"max_records": 1, "max_crashes": 0, "max_isr_shrinks": 0,
+                                   "preferred_election": True, "atomic_controller": True,
+                                   "max_controller_failovers": 0, "reassignments": "1,0",
+                                   "truncation": truncation})
+    assert r["taken"] == r["edges"] > 5000
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "traces" / "known").glob("*.json")), ids=lambda p: p.stem)
@@ -313,23 +339,40 @@ def test_log_truncation_keeps_hw_and_epoch_cache_in_step():
 
 
 def test_kip101_end_offset_for_epoch():
+    """Kafka 0.11's LeaderEpochFileCache.endOffsetFor."""
     log = _log([0, 0, 2, 2])
     assert log.epochs.end_offset_for(2, log.log_end_offset) == 4     # the latest epoch ends at the LEO
     assert log.epochs.end_offset_for(0, log.log_end_offset) == 2     # an earlier one where the next starts
     assert log.epochs.end_offset_for(1, log.log_end_offset) == 2     # never had it: the next epoch's start
     assert log.epochs.end_offset_for(3, log.log_end_offset) == UNDEFINED_EPOCH_OFFSET
+    assert _log([1]).epochs.end_offset_for(0, 1) == UNDEFINED_EPOCH_OFFSET   # older than the first epoch
     assert Log().epochs.end_offset_for(0, 0) == UNDEFINED_EPOCH_OFFSET
 
 
 def test_kip279_epoch_and_end_offset():
+    """2.0's and 2.1's endOffsetFor: they differ on an epoch older than the first cached one."""
     log = _log([0, 0, 2, 2])
     assert log.epochs.epoch_and_end_offset_for(1, 4) == (0, 2)       # largest epoch <= 1 is 0, ending at 2
-    assert log.epochs.epoch_and_end_offset_for(5, 4) == (2, 4)
-    assert _log([3]).epochs.epoch_and_end_offset_for(1, 1) == (1, 0)
-    assert Log().epochs.epoch_and_end_offset_for(1, 0) == (1, 0)
+    assert log.epochs.epoch_and_end_offset_for(5, 4) == (-1, UNDEFINED_EPOCH_OFFSET)   # past the latest
+    assert _log([3]).epochs.epoch_and_end_offset_for(1, 1) == (1, 0)                   # 2.1
+    assert _log([3]).epochs.epoch_and_end_offset_for(1, 1, kafka_2_1=False) == (-1, UNDEFINED_EPOCH_OFFSET)
+    assert Log().epochs.epoch_and_end_offset_for(1, 0) == (-1, UNDEFINED_EPOCH_OFFSET)
 
 
-def _truncate(follower_log: tuple, hw: int, leader_log: tuple, ibp: str) -> int:
+def test_kafka_2_1_cache_holds_a_new_leaders_epoch():
+    """KAFKA-7415: the epoch assigned on becoming leader is the latest, with no record; the
+    next append takes its place, a truncation that cuts records removes it."""
+    log = _log([0, 1])
+    log.epochs.assign(3, log.log_end_offset)
+    assert log.epochs.entries == [(0, 0), (1, 1), (3, 2)] and log.epochs.latest_epoch == 3
+    log.append(2)                                 # a follower copies an epoch-2 record from its leader
+    assert log.epochs.entries == [(0, 0), (1, 1), (2, 2)]
+    log.epochs.assign(4, log.log_end_offset)
+    assert not log.truncate_to(3) and log.epochs.latest_epoch == 4   # nothing cut: the entry stays
+    assert log.truncate_to(2) and log.epochs.entries == [(0, 0), (1, 1)]
+
+
+def _truncate(follower_log: tuple, hw: int, leader_log: tuple, ibp: str, fmark: int = -1, lmark: int = -1) -> int:
     """Run the follower's OffsetsForLeaderEpoch rounds against the leader; its new LEO."""
     from impl.config import BrokerConfig
     from impl.replica_manager import FetchState, Partition
@@ -343,6 +386,9 @@ def _truncate(follower_log: tuple, hw: int, leader_log: tuple, ibp: str) -> int:
     f, ld = (ReplicaManager(b, BrokerConfig(inter_broker_protocol_version=ibp), {}, _NoZk(), StateChangeLogger(b),
                             lambda: 0) for b in (0, 1))
     f.logs[tp], ld.logs[tp] = _log(follower_log, hw), _log(leader_log)
+    for rm, mark in ((f, fmark), (ld, lmark)):
+        if mark >= 0:
+            rm.logs[tp].epochs.assign(mark, rm.logs[tp].log_end_offset)
     for rm in (f, ld):
         rm.partitions[tp] = Partition(tp, (0, 1), 1, 5, (1,), 1, 0)
     f.fetchers[tp] = FetchState(1, 5, truncating=True)
@@ -353,12 +399,14 @@ def _truncate(follower_log: tuple, hw: int, leader_log: tuple, ibp: str) -> int:
 
 
 def test_truncation_rounds_agree_with_the_models_one_step_rules():
-    """KIP-101's answer, and KIP-279's rounds, land where the model's one-step rules do
-    (spec/datapath.py), for every pair of logs of up to 3 records in epochs 0-3 where an
-    epoch starts at the same offset on both logs (one leader per epoch makes it so)."""
+    """The reference broker's OffsetsForLeaderEpoch rounds (0.11, 2.0, 2.1) land where the
+    model's strategy for the same version puts the follower in one step (spec/datapath.py),
+    for every pair of logs of up to 3 records in epochs 0-3 where an epoch starts at the same
+    offset on both logs (one leader per epoch makes it so), with and without an epoch the
+    cache holds at the LEO (Kafka 2.1)."""
     import itertools
 
-    from spec.datapath import _diverging_offset, _kip101_offset
+    from spec.datapath import RULES
     from spec.state import Replica
 
     logs = [()] + [c for n in (1, 2, 3) for c in itertools.combinations_with_replacement(range(4), n)]
@@ -367,8 +415,15 @@ def test_truncation_rounds_agree_with_the_models_one_step_rules():
         if any(fl.index(e) != ll.index(e) for e in set(fl) & set(ll)):
             continue
         for hw in range(len(fl) + 1):
-            fr, lr = Replica(fl, hw, (), True), Replica(ll, 0, (), False)
-            assert _truncate(fl, hw, ll, "0.11") == min(len(fl), _kip101_offset(fr, lr)), (fl, hw, ll)
-            assert _truncate(fl, hw, ll, "2.0") == min(len(fl), _diverging_offset(fr, lr)), (fl, hw, ll)
-            checked += 1
-    assert checked > 1000
+            for ibp, name in (("0.11", "kip101"), ("2.0", "kip279"), ("2.1", "kip320")):
+                marks = (-1, 4, 5) if name == "kip320" else (-1,)
+                for fmark, lmark in itertools.product(marks, (-1, 5) if name == "kip320" else (-1,)):
+                    if fmark == lmark == 5:
+                        continue
+                    fr = Replica(fl, hw, (), True, fmark)
+                    lr = Replica(ll, 0, (), False, lmark)
+                    want, _done = RULES[name].truncation(fr, lr)
+                    got = _truncate(fl, hw, ll, ibp, fmark, lmark)
+                    assert got == min(len(fl), want), (name, fl, hw, fmark, ll, lmark)
+                    checked += 1
+    assert checked > 5000
