@@ -1,0 +1,187 @@
+"""``kmc simulate``: swarm simulation, for configurations beyond exhaustive reach.
+
+``kmc simulate --preset data-kip279-3 --set atomic_controller=false --seed 7``
+runs random walks (checker.simulate: each walk draws which faults and free choices
+it may take, how many times, and how much it favours each kind of action), checks
+every property on every visited state, and stops at the first violation, which is
+shrunk and saved as an ordinary trace (``kmc replay`` and ``kmc conform`` take
+it).  The same ``--seed`` and ``--walks`` give the same counterexample on every
+run and on both engines; ``--time-limit`` stops earlier, after a whole walk.
+Exit 0: no violation found (a simulation proves nothing: the verdict says how
+much was seen); 1: a violation, trace saved; 2: bad input; 3: the model broke its
+contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any, TextIO
+
+from checker.errors import ModelError, UsageError
+
+
+def register(sub: Any, fmt: Any) -> None:
+    from checker.cli import EXIT_CODES, _nonneg, _positive, _wrap
+    from checker.simulate import DEFAULT_MAX_STEPS, DEFAULT_WALKS
+
+    p = sub.add_parser(
+        "simulate", help="swarm simulation: random walks that check every property, for configurations too "
+                         "large to explore",
+        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
+        description=_wrap("Run random walks through the model (swarm testing: each walk draws which faults "
+                          "and free choices it may take, how often, and how strongly it favours each kind of "
+                          "action), check every property on every visited state, and stop at the first "
+                          "violation: it is shrunk and saved as a trace that kmc replay and kmc conform take. "
+                          "Deterministic from --seed and --walks, on either engine. Finding nothing proves "
+                          "nothing; use kmc check for that."))
+    p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
+    p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
+    p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset, model and key = value lines")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="override one parameter (repeatable)")
+    p.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+                   help="also check the properties defined in this Python file (repeatable)")
+    p.add_argument("--property", metavar="NAME", action="append", default=[],
+                   help="check only this property (repeatable; Deadlock names the deadlock check)")
+    p.add_argument("--seed", metavar="N", type=_nonneg, default=0, help="random seed (default 0)")
+    p.add_argument("--walks", metavar="N", type=_positive, default=DEFAULT_WALKS,
+                   help=f"walks to run, at most (default {DEFAULT_WALKS})")
+    p.add_argument("--max-steps", metavar="N", type=_positive, default=DEFAULT_MAX_STEPS,
+                   help=f"steps per walk, at most (default {DEFAULT_MAX_STEPS})")
+    p.add_argument("--time-limit", metavar="SECONDS", type=_positive,
+                   help="stop after the walk that ends past this many seconds (the counts then vary from run "
+                        "to run; a violation found is still the one the seed gives)")
+    p.add_argument("--no-swarm", action="store_true",
+                   help="plain uniform random walks: every enabled action equally likely, no budgets")
+    p.add_argument("--no-shrink", action="store_true", help="save the violating walk as found, unshrunk")
+    p.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")
+    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+                   help="where a counterexample trace is saved (default: traces/); never overwritten")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object on standard output")
+    p.add_argument("--quiet", action="store_true", help="no header and no progress lines")
+    p.add_argument("--engine", choices=["local", "spark"],
+                   help="local (default): walks in this process; spark: independent walks per partition")
+    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], embedded)")
+    p.add_argument("--spark-partitions", metavar="N", type=_positive,
+                   help="Spark partitions (default: the context's default parallelism)")
+    p.set_defaults(func=cmd_simulate)
+
+
+def _select(args: argparse.Namespace, family: Any, preset: str, custom: bool, props: list) -> tuple[list, bool]:
+    from checker.cli import _unknown_property
+    from checker.model import EVENTUALLY
+
+    check_deadlock = not args.no_deadlock
+    if args.property:
+        known = [p.name for p in props]
+        chosen = []
+        want_deadlock = False
+        for name in args.property:
+            if name == "Deadlock":
+                want_deadlock = True
+                continue
+            if name not in known:
+                raise _unknown_property(family, preset, custom, name, known)
+            chosen.extend(p for p in props if p.name == name and p not in chosen)
+        props = chosen
+        check_deadlock = check_deadlock and want_deadlock
+    return [p for p in props if p.kind != EVENTUALLY], check_deadlock
+
+
+def cmd_simulate(args: argparse.Namespace, command: str) -> int:
+    from checker.cli import (EXIT_FAIL, EXIT_OK, _build, _check_traces_dir, _config_text, _count, _fail,
+                             _model_properties, _resolve_config, _user_property_error, _violation_lines,
+                             load_family)
+    from checker.config import load_config_file, parse_set, resolve
+    from checker.invariants import load_all
+    from checker.result import VIOLATED
+    from checker.trace import write_trace
+
+    out: TextIO = sys.stderr if args.json else sys.stdout
+    file_cfg = load_config_file(args.config) if args.config else None
+    parse_set(args.set)
+    _check_traces_dir(args.traces_dir)
+    engine = args.engine or ("spark" if args.spark_master or args.spark_partitions else "local")
+    if engine == "local" and (args.spark_master or args.spark_partitions):
+        flag = "--spark-master" if args.spark_master else "--spark-partitions"
+        raise UsageError(f"{flag} needs the Spark engine; use --engine spark, or drop {flag}")
+    family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    preset, config = _resolve_config(args, family, file_cfg)
+    model = _build(family, config)
+    model_props = _model_properties(model)
+    user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
+    custom = config != resolve(family, preset, {})
+    props, check_deadlock = _select(args, family, preset, custom, model_props + user_props)
+    if not args.quiet:
+        print(f"kmc simulate: model {model.name} {model.version} (family {family_ref}), preset {preset}"
+              f"{' with overrides' if custom else ''}", file=out)
+        print(_config_text("config: ", config), file=out)
+        print(f"seed {args.seed}, at most {args.walks} walks of at most {args.max_steps} steps"
+              f"{f', at most {args.time_limit} s' if args.time_limit else ''}; "
+              f"{'uniform walks' if args.no_swarm else 'swarm walks'}; {len(props)} properties; deadlock check "
+              f"{'on' if check_deadlock else 'off'}; engine {engine}", file=out)
+        out.flush()
+    kw = dict(properties=props, seed=args.seed, walks=args.walks, max_steps=args.max_steps,
+              swarm=not args.no_swarm, check_deadlock=check_deadlock, time_limit=args.time_limit,
+              shrinking=not args.no_shrink, progress=None if args.quiet else sys.stderr)
+    try:
+        if engine == "spark":
+            try:
+                from checker.spark.simulate import simulate as spark_simulate
+            except ImportError as e:
+                raise UsageError(f"the Spark engine needs pyspark ({e}); install kmc with its dependencies "
+                                 f"(pip install -e .) or use --engine local") from None
+            r = spark_simulate(model, master=args.spark_master, partitions=args.spark_partitions, **kw)
+        else:
+            from checker.simulate import simulate
+            r = simulate(model, **kw)
+    except ModelError as e:
+        raise _user_property_error(e, args.invariants) or e
+
+    print(f"walks: {r.walks}  steps: {r.steps}  distinct states: {r.distinct}  deepest: {r.deepest}", file=out)
+    print(f"time: {r.seconds:.2f} s  ({r.walks / r.seconds if r.seconds > 0 else 0:,.0f} walks/s)", file=out)
+    for name, depth in sorted(r.witnesses.items()):
+        print(f"witness {name}: {'reached at depth ' + str(depth) if depth is not None else 'not reached'}",
+              file=out)
+    trace_path = None
+    rationale = {p.name: p for p in props}
+    for v in r.violations:
+        prop = rationale.get(v.property)
+        print(file=out)
+        print(f"VIOLATED: {v.property} ({v.kind}{', step' if prop is not None and prop.step else ''}) "
+              f"in walk {r.walk}: {r.found_length} steps, shrunk to {len(v.path) - 1} "
+              f"({r.shrink_replays} replays)", file=out)
+        for line in _violation_lines(v, prop):
+            print(line, file=out)
+        label = f"{preset}-custom" if custom else preset
+        try:
+            path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
+                               violation=v, engine=f"simulate-{engine}", command=command, properties=props,
+                               invariants=args.invariants or [], label=label)
+        except OSError as e:
+            raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
+                             f"choose another directory with --traces-dir DIR") from None
+        trace_path = str(path)
+        print(f"  trace: {_count(len(v.path) - 1, 'action')}, saved to {path}", file=out)
+        print(f"  replay it: kmc replay {shlex.quote(trace_path)}", file=out)
+    print(file=out)
+    if r.verdict == VIOLATED:
+        print(f"verdict: VIOLATED: {r.violations[0].property}", file=out)
+    else:
+        print(f"verdict: NO VIOLATION FOUND in {_count(r.walks, 'walk')} ({r.distinct} distinct states, deepest "
+              f"{r.deepest}); a simulation is not exhaustive: kmc check proves", file=out)
+    out.flush()
+    if args.json:
+        doc = {**r.as_dict(), "violated_property": r.violations[0].property if r.violations else None,
+               "trace_path": trace_path, "engine": engine, "model": model.name, "family": family_ref,
+               "preset": preset, "config": config}
+        sys.stdout.write(json.dumps(doc, default=str) + "\n")
+        sys.stdout.flush()
+    if r.verdict == VIOLATED:
+        _fail(f"property violated: {r.violations[0].property}; replay the trace with kmc replay "
+              f"{shlex.quote(trace_path or '')}", command)
+        return EXIT_FAIL
+    return EXIT_OK
