@@ -48,11 +48,12 @@ from hashlib import blake2b
 from typing import Any, Callable, Sequence, TextIO
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import validate_state
+from checker.fingerprint import fingerprint_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.result import BOUNDED, DEADLOCK, VIOLATED, Step, Violation
 
-__all__ = ["simulate", "run_walks", "shrink", "SimulationResult", "Walk", "Found", "swarm_budget"]
+__all__ = ["simulate", "run_walks", "shrink", "SimulationResult", "Walk", "Found", "swarm_budget", "swarm_weight",
+           "check_args", "validate_properties", "finish", "Progress"]
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_WALKS = 10_000
@@ -152,15 +153,7 @@ def swarm_weight(seed: int, walk: int, kind: str) -> int:
     return WEIGHTS[(_draw(seed, walk, kind) >> 8) % len(WEIGHTS)]
 
 
-def _fingerprint_fn(model: Model) -> Callable[[State], int]:
-    encode = model.encode
-
-    def fp(state, _b=blake2b, _f=int.from_bytes):
-        return _f(_b(encode(state), digest_size=8).digest(), "little", signed=True)
-    return fp
-
-
-def _validate_props(props: Sequence[Property]) -> None:
+def validate_properties(props: Sequence[Property]) -> None:
     seen: set[str] = set()
     for p in props:
         if not isinstance(p, Property):
@@ -192,7 +185,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
     state_checks = [p for p in props if p.kind == ALWAYS and not p.step]
     step_checks = [p for p in props if p.kind == ALWAYS and p.step]
     wit_checks = [p for p in props if p.kind == SOMETIMES]
-    fp = _fingerprint_fn(model)
+    fp = fingerprint_fn(model)
     inits = _call("init_states()", lambda: list(model.init_states()))
     if not inits:
         raise ModelError("the model has no initial state: init_states() returned nothing")
@@ -366,7 +359,7 @@ def violation_of(model: Model, props: Sequence[Property], found: Found, *,
     replays = 0
     if shrinking:
         actions, replays = shrink(model, props, found.property, init, actions)
-    fp = _fingerprint_fn(model)
+    fp = fingerprint_fn(model)
     path = [Step(None, init, fp(init))]
     s = init
     for a in actions:
@@ -381,7 +374,7 @@ def violation_of(model: Model, props: Sequence[Property], found: Found, *,
 
 # ------------------------------------------------------------------------- local
 
-def _check_args(seed: Any, walks: Any, max_steps: Any) -> None:
+def check_args(seed: Any, walks: Any, max_steps: Any) -> None:
     for what, v, lo in (("seed", seed, 0), ("walks", walks, 1), ("max_steps", max_steps, 1)):
         if v is None and what == "walks":
             continue
@@ -414,9 +407,9 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
              progress: TextIO | None = None) -> SimulationResult:
     """Run walks ``0 .. walks-1`` (without end if ``walks`` is None, until
     ``time_limit`` seconds) on this process and stop at the first violation."""
-    _check_args(seed, walks, max_steps)
+    check_args(seed, walks, max_steps)
     props = list(model.properties() if properties is None else properties)
-    _validate_props(props)
+    validate_properties(props)
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
     prog = Progress(progress)

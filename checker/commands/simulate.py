@@ -20,18 +20,19 @@ import shlex
 import sys
 from typing import Any, TextIO
 
-from checker.errors import ModelError, UsageError
+from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
+                             load_family, model_properties, nonneg, positive, resolve_config, wrap)
+from checker.errors import UsageError
 
 
 def register(sub: Any, fmt: Any) -> None:
-    from checker.cli import EXIT_CODES, _nonneg, _positive, _wrap
     from checker.simulate import DEFAULT_MAX_STEPS, DEFAULT_WALKS
 
     p = sub.add_parser(
         "simulate", help="swarm simulation: random walks that check every property, for configurations too "
                          "large to explore",
         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-        description=_wrap("Run random walks through the model (swarm testing: each walk draws which faults "
+        description=wrap("Run random walks through the model (swarm testing: each walk draws which faults "
                           "and free choices it may take, how often, and how strongly it favours each kind of "
                           "action), check every property on every visited state, and stop at the first "
                           "violation: it is shrunk and saved as a trace that kmc replay and kmc conform take. "
@@ -46,12 +47,12 @@ def register(sub: Any, fmt: Any) -> None:
                    help="also check the properties defined in this Python file (repeatable)")
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; Deadlock names the deadlock check)")
-    p.add_argument("--seed", metavar="N", type=_nonneg, default=0, help="random seed (default 0)")
-    p.add_argument("--walks", metavar="N", type=_positive, default=DEFAULT_WALKS,
+    p.add_argument("--seed", metavar="N", type=nonneg, default=0, help="random seed (default 0)")
+    p.add_argument("--walks", metavar="N", type=positive, default=DEFAULT_WALKS,
                    help=f"walks to run, at most (default {DEFAULT_WALKS})")
-    p.add_argument("--max-steps", metavar="N", type=_positive, default=DEFAULT_MAX_STEPS,
+    p.add_argument("--max-steps", metavar="N", type=positive, default=DEFAULT_MAX_STEPS,
                    help=f"steps per walk, at most (default {DEFAULT_MAX_STEPS})")
-    p.add_argument("--time-limit", metavar="SECONDS", type=_positive,
+    p.add_argument("--time-limit", metavar="SECONDS", type=positive,
                    help="stop after the walk that ends past this many seconds (the counts then vary from run "
                         "to run; a violation found is still the one the seed gives)")
     p.add_argument("--no-swarm", action="store_true",
@@ -65,13 +66,12 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--engine", choices=["local", "spark"],
                    help="local (default): walks in this process; spark: independent walks per partition")
     p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], embedded)")
-    p.add_argument("--spark-partitions", metavar="N", type=_positive,
+    p.add_argument("--spark-partitions", metavar="N", type=positive,
                    help="Spark partitions (default: the context's default parallelism)")
     p.set_defaults(func=cmd_simulate)
 
 
-def _select(args: argparse.Namespace, family: Any, preset: str, custom: bool, props: list) -> tuple[list, bool]:
-    from checker.cli import _unknown_property
+def _select(args: argparse.Namespace, props: list) -> tuple[list, bool]:
     from checker.model import EVENTUALLY
 
     check_deadlock = not args.no_deadlock
@@ -84,7 +84,8 @@ def _select(args: argparse.Namespace, family: Any, preset: str, custom: bool, pr
                 want_deadlock = True
                 continue
             if name not in known:
-                raise _unknown_property(family, preset, custom, name, known)
+                raise UsageError(f"unknown property {name!r} (this configuration declares: "
+                                 f"{', '.join(known + ['Deadlock'])}); see kmc list properties")
             chosen.extend(p for p in props if p.name == name and p not in chosen)
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
@@ -92,9 +93,6 @@ def _select(args: argparse.Namespace, family: Any, preset: str, custom: bool, pr
 
 
 def cmd_simulate(args: argparse.Namespace, command: str) -> int:
-    from checker.cli import (EXIT_FAIL, EXIT_OK, _build, _check_traces_dir, _config_text, _count, _fail,
-                             _model_properties, _resolve_config, _user_property_error, _violation_lines,
-                             load_family)
     from checker.config import load_config_file, parse_set, resolve
     from checker.invariants import load_all
     from checker.result import VIOLATED
@@ -103,22 +101,22 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     out: TextIO = sys.stderr if args.json else sys.stdout
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
-    _check_traces_dir(args.traces_dir)
+    check_traces_dir(args.traces_dir)
     engine = args.engine or ("spark" if args.spark_master or args.spark_partitions else "local")
     if engine == "local" and (args.spark_master or args.spark_partitions):
         flag = "--spark-master" if args.spark_master else "--spark-partitions"
         raise UsageError(f"{flag} needs the Spark engine; use --engine spark, or drop {flag}")
     family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
-    preset, config = _resolve_config(args, family, file_cfg)
-    model = _build(family, config)
-    model_props = _model_properties(model)
+    preset, config = resolve_config(args, family, file_cfg)
+    model = build_model(family, config)
+    model_props = model_properties(model)
     user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
     custom = config != resolve(family, preset, {})
-    props, check_deadlock = _select(args, family, preset, custom, model_props + user_props)
+    props, check_deadlock = _select(args, model_props + user_props)
     if not args.quiet:
         print(f"kmc simulate: model {model.name} {model.version} (family {family_ref}), preset {preset}"
               f"{' with overrides' if custom else ''}", file=out)
-        print(_config_text("config: ", config), file=out)
+        print(config_text("config: ", config), file=out)
         print(f"seed {args.seed}, at most {args.walks} walks of at most {args.max_steps} steps"
               f"{f', at most {args.time_limit} s' if args.time_limit else ''}; "
               f"{'uniform walks' if args.no_swarm else 'swarm walks'}; {len(props)} properties; deadlock check "
@@ -127,19 +125,16 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     kw = dict(properties=props, seed=args.seed, walks=args.walks, max_steps=args.max_steps,
               swarm=not args.no_swarm, check_deadlock=check_deadlock, time_limit=args.time_limit,
               shrinking=not args.no_shrink, progress=None if args.quiet else sys.stderr)
-    try:
-        if engine == "spark":
-            try:
-                from checker.spark.simulate import simulate as spark_simulate
-            except ImportError as e:
-                raise UsageError(f"the Spark engine needs pyspark ({e}); install kmc with its dependencies "
-                                 f"(pip install -e .) or use --engine local") from None
-            r = spark_simulate(model, master=args.spark_master, partitions=args.spark_partitions, **kw)
-        else:
-            from checker.simulate import simulate
-            r = simulate(model, **kw)
-    except ModelError as e:
-        raise _user_property_error(e, args.invariants) or e
+    if engine == "spark":
+        try:
+            from checker.spark.simulate import simulate as spark_simulate
+        except ImportError as e:
+            raise UsageError(f"the Spark engine needs pyspark ({e}); install kmc with its dependencies "
+                             f"(pip install -e .) or use --engine local") from None
+        r = spark_simulate(model, master=args.spark_master, partitions=args.spark_partitions, **kw)
+    else:
+        from checker.simulate import simulate
+        r = simulate(model, **kw)
 
     print(f"walks: {r.walks}  steps: {r.steps}  distinct states: {r.distinct}  deepest: {r.deepest}", file=out)
     print(f"time: {r.seconds:.2f} s  ({r.walks / r.seconds if r.seconds > 0 else 0:,.0f} walks/s)", file=out)
@@ -154,8 +149,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         print(f"VIOLATED: {v.property} ({v.kind}{', step' if prop is not None and prop.step else ''}) "
               f"in walk {r.walk}: {r.found_length} steps, shrunk to {len(v.path) - 1} "
               f"({r.shrink_replays} replays)", file=out)
-        for line in _violation_lines(v, prop):
-            print(line, file=out)
+        print(f"  {v.message}", file=out)
         label = f"{preset}-custom" if custom else preset
         try:
             path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
@@ -165,13 +159,13 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
             raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
                              f"choose another directory with --traces-dir DIR") from None
         trace_path = str(path)
-        print(f"  trace: {_count(len(v.path) - 1, 'action')}, saved to {path}", file=out)
+        print(f"  trace: {count(len(v.path) - 1, 'action')}, saved to {path}", file=out)
         print(f"  replay it: kmc replay {shlex.quote(trace_path)}", file=out)
     print(file=out)
     if r.verdict == VIOLATED:
         print(f"verdict: VIOLATED: {r.violations[0].property}", file=out)
     else:
-        print(f"verdict: NO VIOLATION FOUND in {_count(r.walks, 'walk')} ({r.distinct} distinct states, deepest "
+        print(f"verdict: NO VIOLATION FOUND in {count(r.walks, 'walk')} ({r.distinct} distinct states, deepest "
               f"{r.deepest}); a simulation is not exhaustive: kmc check proves", file=out)
     out.flush()
     if args.json:
@@ -181,7 +175,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
         sys.stdout.flush()
     if r.verdict == VIOLATED:
-        _fail(f"property violated: {r.violations[0].property}; replay the trace with kmc replay "
+        fail(f"property violated: {r.violations[0].property}; replay the trace with kmc replay "
               f"{shlex.quote(trace_path or '')}", command)
         return EXIT_FAIL
     return EXIT_OK

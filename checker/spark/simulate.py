@@ -23,8 +23,8 @@ from typing import Any, Sequence, TextIO
 
 from checker.errors import ModelError, UsageError
 from checker.model import SOMETIMES, Model, Property
-from checker.simulate import (DEFAULT_MAX_STEPS, DEFAULT_WALKS, Progress, SimulationResult, Walk, _check_args,
-                              _validate_props, finish, run_walks)
+from checker.simulate import (DEFAULT_MAX_STEPS, DEFAULT_WALKS, Progress, SimulationResult, Walk, check_args,
+                              finish, run_walks, validate_properties)
 
 __all__ = ["simulate"]
 
@@ -89,11 +89,11 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
 
     from checker.spark.session import get_context
 
-    _check_args(seed, walks, max_steps)
+    check_args(seed, walks, max_steps)
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise UsageError(f"partitions must be a positive integer, not {partitions!r}")
     props = list(model.properties() if properties is None else properties)
-    _validate_props(props)
+    validate_properties(props)
     try:
         payload = _ship(cloudpickle, (model, props), [type(model)] + [p.predicate for p in props])
     except Exception as e:  # noqa: BLE001
