@@ -48,6 +48,7 @@ from checker.cmdline import width as _width
 from checker.cmdline import wrap as _wrap
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
+from checker.reduction import plan as reduction_plan
 from checker.errors import describe_exception as _exc
 from checker.invariants import NotABool, load_all
 from checker.liveness import CheckRun
@@ -275,17 +276,25 @@ def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> Non
     out.flush()
 
 
-def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> Report:
+def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO, reduced: Any = None) -> Report:
     """The search (one, with the liveness graph built during it on the local
-    engine), the liveness check, and a trace saved for every violation with a path."""
+    engine), the liveness check, and a trace saved for every violation with a path.
+    ``reduced``: a checker.reduction.Plan (--symmetry, --por) the engine runs instead."""
     live = plan.live
     settings = Settings(max_depth=args.max_depth, max_states=args.max_states, keep_going=args.keep_going,
                         check_deadlock=plan.check_deadlock, progress=None if args.quiet else sys.stderr)
+    model, props = plan.model, plan.engine_props
+    visitor = live.visitor
+    if reduced is not None and reduced.model is not plan.model:
+        model, props = reduced.model, reduced.props
+        visitor = lambda: None      # noqa: E731 - the reduced graph is not the model's: liveness explores its own
     try:
         if plan.engine == "spark":
-            result = _spark_check(args, plan.model, plan.engine_props, settings, out)
+            result = _spark_check(args, model, props, settings, out)
         else:
-            result = bfs.check(plan.model, properties=plan.engine_props, settings=settings, visitor=live.visitor())
+            result = bfs.check(model, properties=props, settings=settings, visitor=visitor())
+        if reduced is not None:
+            result = reduced.finish(result)
         lassos = live.after_search(result, args.keep_going)
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
@@ -316,9 +325,18 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     """resolve -> run -> render (text, and --json on stdout)."""
     out: TextIO = sys.stderr if args.json else sys.stdout
     plan = resolve_check(args, command)
+    reduced = reduction_plan(plan.model, plan.engine_props, symmetry=args.symmetry, por=getattr(args, "por", False),
+                             engine=plan.engine)
+    live = plan.live
+    if reduced.model is not plan.model and live.active and not live.explicit:
+        live.skipped = (f"{', '.join(p.name for p in live.props)} not checked: a reduced search does not build the "
+                        f"model's state graph (check them without --symmetry/--por, or name them with --property)")
     if not args.quiet:
         _check_header(plan, args, out)
-    report = run_check(plan, args, out)
+        for note in reduced.notes:
+            print(_para("", note, 4), file=out)
+        out.flush()
+    report = run_check(plan, args, out, reduced)
     print(report.text(), file=out)
     out.flush()
     traces_by_property: dict[str, str] = {}
@@ -566,6 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--continue", dest="keep_going", action="store_true",
                    help="keep exploring after a violation (report every violated property)")
     c.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")
+    c.add_argument("--symmetry", action="store_true",
+                   help="symmetry reduction: store one state per orbit of the model's symmetric ids (checked on a "
+                        "sample first); counterexamples are rebuilt on the full model")
     c.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where counterexample traces are saved (default: traces/ in the current directory); "
                         "existing files are never overwritten")

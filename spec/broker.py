@@ -59,11 +59,14 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
 # so that every other preset keeps its pinned numbers.
 
 
-def _request(m, a: Action):
+def _request(m, s: KafkaState, a: Action):
     p = a.get("partition")
     if a.name == "DeliverLeaderAndIsr":
+        # Without reassignment the AR in ZooKeeper never changes, so it is the AR every
+        # request carries (the state's, not the configuration's: a broker permutation,
+        # spec/symmetry.py, renames it).
         return LeaderAndIsr(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"), a.get("isr"),
-                            a.get("version"), a.get("replicas", m.initial_ar[p]))
+                            a.get("version"), a.get("replicas", s.zk.ar[p]))
     return StopReplica(a.get("controller_epoch"), p, a.get("delete", True))
 
 
@@ -76,7 +79,7 @@ def _receive(m, s: KafkaState, a: Action):
     """Take the delivered request out of the broker's inbox: ``(b, req, broker,
     fenced)``, the broker already without the request."""
     b = a.get("broker")
-    req = _request(m, a)
+    req = _request(m, s, a)
     br = s.brokers[b]
     fenced = _fenced(m, br, req)
     return b, req, br._replace(inbox=tuple(r for r in br.inbox if r != req)), fenced

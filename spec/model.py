@@ -21,6 +21,7 @@ from checker.model import Action, Model
 from spec import broker, controller, datapath, faults, liveness, reassign
 from spec.config import KafkaConfig
 from spec.properties import properties
+from spec.symmetry import broker_symmetry
 from spec.timeline import KafkaTimeline
 from spec.state import (
     NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk, no_ghost,
@@ -90,6 +91,11 @@ class KafkaModel(Model):
 
     def properties(self):
         return self._properties
+
+    def symmetry(self):
+        """Brokers are interchangeable, within each partition's replica slots
+        (spec/symmetry.py); None with reassignment targets."""
+        return broker_symmetry(self)
 
     def fair(self, act: Action) -> bool:
         """Faults and the environment's free choices are not fair (spec/liveness.py)."""

@@ -1,0 +1,59 @@
+"""State-space reductions for ``kmc check``: what the engines explore instead of the model.
+
+``plan(model, props, symmetry=True)`` checks the model's declarations on a sample
+of reachable states, then returns the model and properties the engine is to run
+(:class:`checker.symmetry.Reduced`) and a ``finish`` step that turns every
+counterexample back into a path of the unreduced model, so that traces, ``kmc
+replay`` and ``kmc conform`` never see a reduction.  Without a reduction asked
+for, the plan is the model itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from checker import symmetry as sym_mod
+from checker.model import Model, Property
+from checker.result import CheckResult
+
+__all__ = ["Plan", "plan"]
+
+
+@dataclass
+class Plan:
+    model: Model                      # what the engine explores
+    props: list[Property]             # what the engine checks
+    original: Model
+    original_props: list[Property]
+    sym: Any = None                   # the Symmetry used, or None
+    notes: list[str] = field(default_factory=list)
+
+    def finish(self, result: CheckResult) -> CheckResult:
+        """Counterexamples of the reduced search as paths of the unreduced model."""
+        if self.sym is not None:
+            result.violations = [sym_mod.concretize(self.original, self.sym, v, self.original_props)
+                                 for v in result.violations]
+        return result
+
+
+def plan(model: Model, props: Sequence[Property], *, symmetry: bool = False) -> Plan:
+    props = list(props)
+    out = Plan(model, props, model, props)
+    if symmetry:
+        declared = sym_mod.declared(model)
+        sym = sym_mod.symmetry_of(model)
+        if sym is None:
+            why = ("the model declares none for this configuration" if declared is None else
+                   f"of the {len(declared)} {declared.sort} permutations the model declares, none but the identity "
+                   f"keeps the initial states (e.g. an AR's order tells its brokers apart)")
+            out.notes.append(f"symmetry: no reduction, {why}; the search runs on the full model")
+        else:
+            n = sym_mod.validate(model, sym, props)
+            out.model = sym_mod.Reduced(model, sym)
+            out.props = sym_mod.reduce_properties(model, props)
+            out.sym = sym
+            out.notes.append(f"symmetry: {len(sym)} {sym.sort} permutations keep the initial states; the model and "
+                             f"every property checked symmetric on {n} sampled states; one state per orbit is "
+                             f"stored, counterexamples are rebuilt on the full model")
+    return out
