@@ -325,7 +325,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     """resolve -> run -> render (text, and --json on stdout)."""
     out: TextIO = sys.stderr if args.json else sys.stdout
     plan = resolve_check(args, command)
-    reduced = reduction_plan(plan.model, plan.engine_props, symmetry=args.symmetry, por=getattr(args, "por", False),
+    reduced = reduction_plan(plan.model, plan.engine_props, symmetry=args.symmetry, por=args.por,
                              engine=plan.engine)
     live = plan.live
     if reduced.model is not plan.model and live.active and not live.explicit:
@@ -587,6 +587,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: store one state per orbit of the model's symmetric ids (checked on a "
                         "sample first); counterexamples are rebuilt on the full model")
+    c.add_argument("--por", action="store_true",
+                   help="partial-order reduction: explore stubborn sets of the enabled actions, from the model's "
+                        "declared footprints (checked on a sample first); local engine only")
     c.add_argument("--traces-dir", metavar="DIR", default="traces",
                    help="where counterexample traces are saved (default: traces/ in the current directory); "
                         "existing files are never overwritten")

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from checker import por as por_mod
 from checker import symmetry as sym_mod
+from checker.errors import UsageError
 from checker.model import Model, Property
 from checker.result import CheckResult
 
@@ -27,6 +29,7 @@ class Plan:
     original: Model
     original_props: list[Property]
     sym: Any = None                   # the Symmetry used, or None
+    ample: Any = None                 # the por.Ample wrapper used, or None
     notes: list[str] = field(default_factory=list)
 
     def finish(self, result: CheckResult) -> CheckResult:
@@ -37,7 +40,8 @@ class Plan:
         return result
 
 
-def plan(model: Model, props: Sequence[Property], *, symmetry: bool = False) -> Plan:
+def plan(model: Model, props: Sequence[Property], *, symmetry: bool = False, por: bool = False,
+         engine: str = "local") -> Plan:
     props = list(props)
     out = Plan(model, props, model, props)
     if symmetry:
@@ -56,4 +60,20 @@ def plan(model: Model, props: Sequence[Property], *, symmetry: bool = False) -> 
             out.notes.append(f"symmetry: {len(sym)} {sym.sort} permutations keep the initial states; the model and "
                              f"every property checked symmetric on {n} sampled states; one state per orbit is "
                              f"stored, counterexamples are rebuilt on the full model")
+    if por:
+        fps = por_mod.footprints_of(model)
+        if fps is None:
+            out.notes.append("partial-order reduction: no reduction, the model declares no action footprints for "
+                             "this configuration; every enabled action is explored")
+        else:
+            if engine != "local":
+                raise UsageError("--por runs on the local engine only (its cycle proviso needs the set of states "
+                                 "seen); drop --engine spark or --por")
+            n = por_mod.validate(model, fps, props, sym_mod.sample_states(model))
+            out.ample = por_mod.Ample(out.model, fps, out.props, base=model)
+            out.model = out.ample
+            out.notes.append(f"partial-order reduction: stubborn sets over {len(fps.order)} declared action classes; "
+                             f"footprints checked on {n} pairs of independent actions of sampled states; "
+                             f"safety verdicts and deadlocks are preserved, shortest counterexamples and state "
+                             f"counts are not")
     return out
