@@ -14,8 +14,10 @@ What a walk draws (deterministically, from ``(seed, walk index)``):
   budget of how many times (1, 2 or unbounded).  Fair kinds (the system's own
   progress: request delivery, elections...) are always allowed, because leaving
   one out only ends walks early in states that are not real dead ends;
-- the initial state, then at every step one of the allowed enabled actions,
-  uniformly.
+- a weight for every action kind, and one for every (kind, first argument) pair,
+  e.g. delivering to broker 1: an action is taken with probability proportional to
+  the product, so that some walks keep one broker's requests waiting for long;
+- the initial state, then at every step one of the allowed enabled actions.
 
 A walk ends after ``max_steps`` steps, outside ``within_boundary``, in a state with
 no enabled action (a deadlock unless the model calls it terminal), or in a state
@@ -148,8 +150,9 @@ def swarm_budget(seed: int, walk: int, kind: str) -> int | None:
 
 
 def swarm_weight(seed: int, walk: int, kind: str) -> int:
-    """The weight of kind ``kind`` in walk ``walk``: an enabled action of weight w
-    is w times as likely to be taken as one of weight 1."""
+    """The weight of ``kind`` (an action kind, or a kind and first argument) in walk
+    ``walk``: an enabled action of weight w is w times as likely to be taken as one
+    of weight 1."""
     return WEIGHTS[(_draw(seed, walk, kind) >> 8) % len(WEIGHTS)]
 
 
@@ -212,7 +215,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
     for walk in indices:
         rng = random.Random(f"{seed}:{walk}")
         budgets: dict[str, int | None] = {}
-        weights: dict[str, int] = {}
+        weights: dict[tuple, int] = {}
         used: dict[str, int] = {}
         init = rng.randrange(len(inits))
         s = inits[init]
@@ -232,21 +235,26 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
                 break
             if swarm:
                 allowed = []
+                ws = []
                 total_w = 0
                 for a in acts:
                     kind = a[0]
                     if kind not in budgets:
                         budgets[kind] = None if _call("fair(action)", fair, a) else swarm_budget(seed, walk, kind)
-                        weights[kind] = swarm_weight(seed, walk, kind)
                     b = budgets[kind]
                     if b is None or used.get(kind, 0) < b:
+                        who = (kind, a[1][0][1]) if a[1] else (kind, None)
+                        w = weights.get(who)
+                        if w is None:
+                            w = weights[who] = swarm_weight(seed, walk, kind) * swarm_weight(seed, walk, repr(who))
                         allowed.append(a)
-                        total_w += weights[kind]
+                        ws.append(w)
+                        total_w += w
                 if not allowed:
                     break
                 x = rng.randrange(total_w)
-                for a in allowed:
-                    x -= weights[a[0]]
+                for a, w in zip(allowed, ws):
+                    x -= w
                     if x < 0:
                         break
             else:
@@ -308,8 +316,41 @@ def _failure_at(model: Model, prop: Property | None, name: str, init: State, act
     return None
 
 
+def _bfs_shorter(model: Model, prop: Property | None, name: str, init: State, max_len: int,
+                 budget: int) -> list[Action] | None:
+    """The shortest path from ``init`` of at most ``max_len`` steps that violates
+    ``name``, looking at no more than ``budget`` states; None if none was found."""
+    if max_len < 1 or budget < 1:
+        return None
+    fp = fingerprint_fn(model)
+    seen = {fp(init)}
+    frontier: list[tuple[State, tuple]] = [(init, ())]
+    for _depth in range(max_len):
+        nxt = []
+        for s, path in frontier:
+            acts = model.actions(s)
+            for a in acts:
+                t = model.next_state(s, a)
+                cand = path + (a,)
+                if prop is not None and prop.step and not prop.predicate(s, a, t):
+                    return list(cand)
+                h = fp(t)
+                if h in seen:
+                    continue
+                seen.add(h)
+                if prop is not None and not prop.step and not prop.predicate(t):
+                    return list(cand)
+                if name == DEADLOCK and not model.actions(t) and not model.is_terminal(t):
+                    return list(cand)
+                if len(seen) >= budget:
+                    return None
+                nxt.append((t, cand))
+        frontier = nxt
+    return None
+
+
 def shrink(model: Model, props: Sequence[Property], name: str, init: State,
-           actions: Sequence[Action]) -> tuple[list[Action], int]:
+           actions: Sequence[Action], search_budget: int = 5000) -> tuple[list[Action], int]:
     """A shorter action sequence from ``init`` that still violates property ``name``
     (or deadlocks, for ``Deadlock``), and the number of replays it took.
 
@@ -317,7 +358,10 @@ def shrink(model: Model, props: Sequence[Property], name: str, init: State,
     divergences: drop chunks of steps (halves, quarters ... single steps) while
     what is left is still legal in the model and still violates the property (a
     candidate is cut where it first fails), until no single step can be dropped.
-    Deterministic; the result is 1-minimal, not necessarily the shortest."""
+    The result is 1-minimal; then a breadth-first search from ``init`` over at most
+    ``search_budget`` states looks for a shorter violation (dropping steps cannot
+    turn one route into another; on small models this finds the shortest).
+    Deterministic."""
     prop = next((p for p in props if p.name == name), None)
     replays = 0
 
@@ -347,6 +391,10 @@ def shrink(model: Model, props: Sequence[Property], name: str, init: State,
             size //= 2
         else:
             size = min(size, max(1, len(cur) // 2))
+    shorter = _call("searching for a shorter violation", _bfs_shorter, model, prop, name, init, len(cur) - 1,
+                    search_budget)
+    if shorter is not None:
+        cur = shorter
     return cur, replays
 
 
