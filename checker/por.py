@@ -40,7 +40,8 @@ Declarations are checked (:func:`validate`) on a sample of reachable states: two
 enabled actions of independent classes must commute and must not enable or disable
 each other; an action that enables or disables another must write what that one's
 class reads; an action of a class declared invisible to a property must not change
-its value.  A wrong declaration is a contract error naming the state and the actions.
+its value (a step property: must not be broken by it).  A wrong declaration is a
+contract error naming the state and the actions.
 
     >>> from checker.model import Model, action, always
     >>> class Two(Model):      # two counters, each up to 3: 16 states, 4 along a diagonal
@@ -295,6 +296,9 @@ def validate(model: Model, fps: Footprints, props: Sequence[Property], states: S
                 if fps.writes[cls[i]] & fps.property_reads[p.name]:
                     continue
                 if p.step:
+                    if not p.predicate(s, a, t):
+                        raise bad(f"step property {p.name!r} is broken by the action, yet its class writes "
+                                  f"nothing the property is declared to read", s, a)
                     continue
                 if bool(p.predicate(s)) != bool(p.predicate(t)):
                     raise bad(f"property {p.name!r} changes its value, yet the action's class writes nothing "

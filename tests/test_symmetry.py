@@ -174,3 +174,23 @@ def test_cli_symmetry_flag(tmp_path):
     assert cli_support.kmc("replay", trace).returncode == 0
     r2 = cli_support.kmc("check", "--preset", "tiny", "--symmetry", "--quiet", "--traces-dir", tmp_path)
     assert r2.returncode == 0
+
+
+@pytest.mark.spark
+def test_spark_explores_the_quotient_too():
+    """The reduced model is an ordinary model: the Spark engine gives the local
+    engine's counts and counterexample on it."""
+    from checker.spark import check as spark_check
+    from tests.spark_support import spark_context
+
+    sc = spark_context("local[2]", 2)
+    try:
+        for m in (Mutex(3), Mutex(3, broken=True)):
+            p = plan(m, list(m.properties()), symmetry=True)
+            local = p.finish(check(p.model, properties=p.props))
+            spark = p.finish(spark_check(p.model, properties=p.props, sc=sc, partitions=2))
+            assert (spark.verdict, spark.stats.distinct) == (local.verdict, local.stats.distinct)
+            assert [[s.fingerprint for s in v.path] for v in spark.violations] == \
+                [[s.fingerprint for s in v.path] for v in local.violations]
+    finally:
+        sc.stop()
