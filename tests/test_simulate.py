@@ -152,7 +152,7 @@ def test_cli_saves_a_trace_that_replays(tmp_path):
     assert doc["walk"] == simulate(DieHard(solve=True), seed=3, walks=10000).walk
     trace = json.loads(open(doc["trace_path"]).read())
     assert trace["engine"] == "simulate-local" and len(trace["steps"]) == 7
-    rep = cli_support.kmc("replay", doc["trace_path"])
+    rep = cli_support.kmc("replay", *TOYS, doc["trace_path"])
     assert rep.returncode == 0, rep.stdout + rep.stderr
     again = cli_support.kmc("simulate", *TOYS, "--preset", "broken", "--seed", "3", "--traces-dir", tmp_path,
                             "--json", seed="123")
