@@ -31,7 +31,7 @@ from itertools import permutations
 
 from checker.symmetry import Symmetry
 from spec.state import (
-    NO_LEADER, Broker, ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, Replica, Zk,
+    NO_LEADER, Broker, ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, Zk,
     request_key,
 )
 
@@ -110,9 +110,11 @@ def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple) -> Broker:
     inbox = br.inbox
     if inbox:
         inbox = tuple(sorted((_req(r, g) for r in inbox), key=request_key))
-    replicas = tuple(Replica(r.log, r.hw, _slots(r.leos, src[p]), r.truncating) for p, r in enumerate(br.replicas))
-    return Broker(br.alive, br.controller_epoch_seen, tuple(_li(li, g) for li in br.partitions), inbox,
-                  _ctx(br.ctx, g, ginv, src), replicas, tuple(_ids(a, g) for a in br.assigned))
+    # _replace keeps every other field (they hold no broker id: logs, HWs, epoch caches)
+    replicas = tuple(r._replace(leos=_slots(r.leos, src[p])) for p, r in enumerate(br.replicas))
+    return br._replace(partitions=tuple(_li(li, g) for li in br.partitions), inbox=inbox,
+                       ctx=_ctx(br.ctx, g, ginv, src), replicas=replicas,
+                       assigned=tuple(_ids(a, g) for a in br.assigned))
 
 
 def _permute(s: KafkaState, g: tuple, ginv: tuple, src: tuple) -> KafkaState:
