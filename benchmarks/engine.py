@@ -229,7 +229,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for preset in args.presets:
         loc, lcpu, lwall = whole_check(preset, new_env)
-        out = [f"`{preset}`", f"{loc['distinct'] / lwall:,.0f}", f"{lcpu:.1f}"]
+        out = [f"`{preset}`", f"{loc['distinct'] / (loc['seconds'] or lwall):,.0f}", f"{lcpu:.1f}"]
         cpus = []
         for master, parts in (("local[1]", "1"), ("local[2]", "2")):
             d, cpu, wall = whole_check(preset, new_env, "--engine", "spark", "--spark-master", master,
