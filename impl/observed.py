@@ -15,7 +15,11 @@ one machine's clock; where ZooKeeper returned a zxid, zxid order must agree, and
 - a LeaderAndIsr request a broker applied (the shell's ``Handled LeaderAndIsr`` line
   with result NONE): the broker's whole view of the partition, ``b<B>.p<P>.*``;
 - a broker's registration after its first (``/brokers/ids/<B>`` created in a new
-  session, after a restart or a session expiry): ``zk.s<B>``, the model's session number.
+  session, after a restart or a session expiry): ``zk.s<B>``, the model's session
+  number, and ``b<B>.alive``;
+- a ``kill -9`` the harness made (``harness.log``): ``b<B>.alive`` false, the model's
+  CrashBroker (the session's end follows later in reality; the model's controller
+  notices either way only through its own BrokerFailure step).
 
 ``project`` is the same abstraction on the model's side: it flattens the observation
 conformance compares (impl/adapter.py ``observe`` has the same shape) to those keys.
@@ -133,6 +137,7 @@ def read_run(directory: Path, brokers: int, topic: str = "t", partitions: int = 
                     registered[b] = registered.get(b, 0) + 1
                     if registered[b] > 1:         # the first registration is the model's initial state
                         cons[f"zk.s{b}"] = registered[b]
+                        cons[f"b{b}.alive"] = True    # a restart brings the process back; an expiry kept it
                         what.append(f"registration {registered[b]} of broker {b}")
                 if zpath == "/controller" and kind == "create":
                     cons["zk.controller"] = json.loads(op[2])["brokerid"]
@@ -160,6 +165,12 @@ def read_run(directory: Path, brokers: int, topic: str = "t", partitions: int = 
         text = harness.read_text()
         run.kills = text.count("] kill -9 broker ")
         run.pauses = text.count("] SIGSTOP broker ")
+        for n, line in enumerate(text.split("\n")[:-1], 1):
+            m = re.match(r"^\[(\d+)\] kill -9 broker (\d+)$", line)
+            if m:                        # the process is gone: the model's CrashBroker
+                kb = int(m.group(2))
+                timed.append((int(m.group(1)), kb, 2, n, None,
+                              Event(f"harness.log:{n}: kill -9 broker {kb}", {f"b{kb}.alive": False})))
     zxids.sort()
     for (t1, z1, w1), (t2, z2, w2) in zip(zxids, zxids[1:]):
         if z2 < z1:
@@ -195,6 +206,7 @@ def project(obs: dict) -> dict:
             for k in FIELDS:
                 out[f"zk.p{p}.{k}"] = list(li[k]) if k == "isr" else li[k]
     for b, br in enumerate(obs["brokers"]):
+        out[f"b{b}.alive"] = br["alive"]
         if not br["alive"]:
             continue
         for p, li in enumerate(br["partitions"]):
