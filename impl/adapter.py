@@ -515,8 +515,9 @@ class KafkaImplementation:
 
     # -- the producers' side: which acks=all writes were acknowledged -----------------------
     def _complete_delayed_produces(self) -> None:
-        """DelayedProduce: an acks=all write is acknowledged once the leader that took it,
-        still leading in the same epoch, has its HW past the record."""
+        """DelayedProduce: an acks=all write is answered once the leader that took it,
+        still leading in the same epoch, has its HW past the record: acknowledged if
+        the ISR still has min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
         for w in list(self.pending_acks):
             tp, offset, epoch = w
             for b in range(self.n):
@@ -526,7 +527,9 @@ class KafkaImplementation:
                 if (p is not None and p.leader_epoch == epoch and log is not None
                         and log.high_watermark_checkpoint > offset and log.records[offset] == epoch):
                     self.pending_acks.remove(w)
-                    self.acknowledged.append(w)
+                    if len(p.isr) >= p.min_insync_replicas:
+                        self.acknowledged.append(w)
+                    # else NOT_ENOUGH_REPLICAS_AFTER_APPEND (Partition.checkEnoughReplicasReachOffset)
                     break
 
     def lost_acknowledged_records(self) -> list[tuple]:

@@ -21,7 +21,7 @@ class KafkaConfig:
     truncation: str = "kip320"              # high_watermark | kip101 | kip279 | kip320
     atomic_controller: bool = False         # the controller reacts within the step of each event (spec/atomic.py)
     min_insync_replicas: int = 1            # min.insync.replicas for acks=all
-    producer_acks: str = "all"              # all | 1 | both
+    producer_acks: str = "all"              # all | 1 | 0 | both
     # fault bounds (healing is never bounded):
     max_crashes: int = 1
     max_session_expiries: int = 1

@@ -86,21 +86,29 @@ def advance_hw(m, s: KafkaState, b: int, p: int) -> KafkaState:
     if new_hw <= rep.hw:
         return s
     s = _with_replica(s, b, p, rep._replace(hw=new_hw))
-    return expose(s, b, p, view.leader_epoch)
+    return expose(m, s, b, p)
 
 
-def expose(s: KafkaState, b: int, p: int, epoch: int) -> KafkaState:
+def expose(m, s: KafkaState, b: int, p: int) -> KafkaState:
+    """What is below leader b's HW is exposed to consumers, and the acks=all writes of
+    its epoch the HW passed are answered (``DelayedProduce``): acknowledged if the ISR
+    still has min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    (``Partition.checkEnoughReplicasReachOffset``): the record stays in the log, but
+    the producer was told it failed."""
     rep = s.brokers[b].replicas[p]
+    view = s.brokers[b].partitions[p]
+    epoch = view.leader_epoch
     g = s.ghost
     read = _add(g.inv_read, ((p, o, rep.log[o]) for o in range(rep.hw)))
-    acked = [x for x in g.inv_pending if x[0] == p and x[2] == epoch and x[1] < rep.hw
-             and rep.log[x[1]] == x[2]]
-    if read is g.inv_read and not acked:
+    done = [x for x in g.inv_pending if x[0] == p and x[2] == epoch and x[1] < rep.hw
+            and rep.log[x[1]] == x[2]]
+    if read is g.inv_read and not done:
         return s
     g = g._replace(inv_read=read)
-    if acked:
-        g = g._replace(inv_pending=tuple(x for x in g.inv_pending if x not in acked),
-                       inv_acked=_add(g.inv_acked, acked))
+    if done:
+        g = g._replace(inv_pending=tuple(x for x in g.inv_pending if x not in done))
+        if len(view.isr) >= m.cfg.min_insync_replicas:
+            g = g._replace(inv_acked=_add(g.inv_acked, done))
     return s._replace(ghost=g)
 
 
@@ -456,7 +464,7 @@ def on_become_leader(m, s: KafkaState, b: int, p: int, was_leader: bool) -> Kafk
         rep = rep._replace(leos=tuple(len(rep.log) if j == i else -1 for j in range(len(m.ar[p]))))
     s = _with_replica(s, b, p, rep._replace(truncating=False))
     s = advance_hw(m, s, b, p)
-    return expose(s, b, p, s.brokers[b].partitions[p].leader_epoch)
+    return expose(m, s, b, p)
 
 
 def on_become_follower(m, s: KafkaState, b: int, p: int, old_leader: int) -> KafkaState:

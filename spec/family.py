@@ -27,7 +27,7 @@ _DOCS = {
     "atomic_controller": "the controller's reactions to an event happen in the event's step: fewer interleavings, "
                          "every trace still one of the full model (spec/atomic.py); for deep data-path checks",
     "min_insync_replicas": "min.insync.replicas: acks=all is refused while the ISR is smaller",
-    "producer_acks": "acks the producers use: all, 1, or both",
+    "producer_acks": "acks the producers use: all, 1, 0 (no answer, nothing promised), or both (all and 1)",
     "max_crashes": "broker crashes that may happen",
     "max_session_expiries": "ZooKeeper session expiries that may happen (the origin of zombies)",
     "max_controller_failovers": "times the active controller may be lost (crash, expiry, shutdown)",
@@ -48,7 +48,7 @@ _RANGES = {
 
 _CHOICES = {
     "truncation": ("high_watermark", "kip101", "kip279", "kip320"),
-    "producer_acks": ("all", "1", "both"),
+    "producer_acks": ("all", "1", "0", "both"),
 }
 
 

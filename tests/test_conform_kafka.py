@@ -133,13 +133,59 @@ def _logs_differ_below_hw(impl, cfg, before, committed) -> bool:
                for o in range(min(x.high_watermark_checkpoint, y.high_watermark_checkpoint)))
 
 
+def _isr_member_below_hw(impl, cfg, before, committed) -> bool:
+    """A follower in the leader's ISR has a LEO below the leader's HW."""
+    c = impl.cluster
+    for b, s in enumerate(c.servers):
+        p = s.replica_manager.leader_partition(TP0) if s is not None else None
+        if p is None:
+            continue
+        hw = c.disks[b].logs[TP0].high_watermark_checkpoint
+        if any(r != b and (TP0 not in c.disks[r].logs or c.disks[r].logs[TP0].log_end_offset < hw) for r in p.isr):
+            return True
+    return False
+
+
 ANOMALY = {
     ("ControllerEpochFencing", False): _zombie_wrote_zookeeper,     # keyed by (property, zk_epoch_fencing)
     ("ControllerEpochFencing", True): _stale_request_applied,
     ("LeaderElectedFromIsr", None): _leader_outside_isr,
     ("NoAckedRecordLost", None): _committed_record_lost,
     ("LogsMatchBelowHighWatermark", None): _logs_differ_below_hw,
+    ("HighWatermarkBelowIsrLeo", None): _isr_member_below_hw,
 }
+
+
+def _path(m, *wants):
+    s, out = m.init_states()[0], []
+    for w in wants:
+        a = next(a for a in m.actions(s) if str(a).startswith(w))
+        out.append(a)
+        s = m.next_state(s, a)
+    return s, out
+
+
+def test_not_enough_replicas_after_append_is_not_an_acknowledgement():
+    """Partition.checkEnoughReplicasReachOffset: the HW passes an acks=all record only after
+    the ISR shrank below min.insync.replicas, so the producer gets
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND; the record stays in the log.  Both sides agree."""
+    cfg = resolve(FAMILY, "data-kip320", {"max_records": 1, "min_insync_replicas": 2, "max_isr_shrinks": 1})
+    m = FAMILY.build(cfg)
+    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+                    "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "TruncateFollower(follower=1",
+                    "Fetch(follower=1", "ShrinkIsr(leader=0")
+    assert s.brokers[0].replicas[0].hw == 1 and s.brokers[0].replicas[0].log == (0,)
+    assert s.ghost.inv_acked == () and s.ghost.inv_pending == ()
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+
+
+def test_acks_0_promises_nothing():
+    cfg = resolve(FAMILY, "data-unclean", {"producer_acks": "0"})
+    m = FAMILY.build(cfg)
+    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+                    "Produce(leader=0, partition=0, acks='0')")
+    assert s.brokers[0].replicas[0].log == (0,) and s.ghost.inv_pending == () and s.ghost.inv_acked == ()
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
 
 
 @pytest.mark.parametrize("path", KNOWN, ids=lambda p: p.stem.rsplit("-", 1)[0])
