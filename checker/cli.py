@@ -28,7 +28,7 @@ import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
-from checker.cmdline import trace_family
+from checker.cmdline import one_line, trace_family
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, GROUP, load_family,
     registered_models,
@@ -389,7 +389,9 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     except ModelError as e:
         raise _user_property_error(e, args.invariants) or e
 
-    prop = trace.property
+    # The trace's own words are data: a control character or an escape sequence in
+    # them is shown escaped, never sent to the terminal.
+    prop = {k: one_line(v) if isinstance(v, str) else v for k, v in trace.property.items()}
     kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
     print(f"replaying {args.file}")
     k = trace.loop_start
@@ -398,11 +400,11 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
              + (f"the loop of steps {k + 1}..{last} for ever" if k < last else f"a stop at step {k} for ever")))
     if prop.get("rationale"):
         print(_para("  rationale: ", prop["rationale"]))
-    print(f"  model:     {trace.model_name} {trace.model_version} (family {family_ref}), "
-          f"preset {trace.preset or '-'}")
-    print(_config_text("  config:    ", trace.config))
+    print(one_line(f"  model:     {trace.model_name} {trace.model_version} (family {family_ref}), "
+                   f"preset {trace.preset or '-'}"))
+    print(_config_text("  config:    ", {k: one_line(v) if isinstance(v, str) else v for k, v in trace.config.items()}))
     print(f"  trace:     {_count(last + 1, 'state')} (steps 0..{last}), {_count(last, 'action')}")
-    print(f"  created:   {trace.created_by}")
+    print(one_line(f"  created:   {trace.created_by}"))
     print()
     shown = 0
     for step in res.steps:
