@@ -18,7 +18,8 @@ RegisterBroker(b)          ``register(b)``: /brokers/ids/<b> in the new session 
 Resign(b)                  ``resign(b)``: onControllerResignation                      same
 ShutdownBroker(b)          ``crash(b)`` once ``may_stop_after_controlled_shutdown``     the broker's wait for the controller's
                                                                                         answer is the enabling condition
-DeleteTopic()              ``delete_topic(t)``: admin writes /admin/delete_topics/t     same
+DeleteTopic()              ``Admin.delete_topic(t)`` (kafka-topics --delete): writes   same
+                           /admin/delete_topics/t
 ElectController(b)         ``elect_controller(b)``: create /controller, bump the        Kafka's whole onControllerFailover
                            epoch, load the context, send LeaderAndIsr                   is one step in both
 BrokerFailure(c, b)        ``broker_change(c, b)`` (a failure in the diff)             Kafka handles every broker of one
@@ -86,6 +87,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from checker.model import action  # the shared action vocabulary (names + args)
+from impl.admin import Admin
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
 from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
@@ -212,7 +214,9 @@ class KafkaImplementation:
             "unclean.leader.election.enable": "true" if _cfg(config, "unclean_leader_election", False) else "false",
             "min.insync.replicas": str(_cfg(config, "min_insync_replicas", 1)),
         }
-        self.cluster.create_topic(TOPIC, self.assignment, topic_config)
+        # Through the admin tool (kafka-topics --create), which validates the request.
+        self.admin = Admin(self.cluster)
+        self.admin.create_topic(TOPIC, self.partitions, rf, topic_config, assignment=self.assignment)
         self.reassign_targets = parse_reassignments(str(_cfg(config, "reassignments", "")))
         self.budget.reassignments = list(self.reassign_targets)
         # Per-replica lists are over every broker that may ever hold a replica: the
@@ -560,7 +564,7 @@ class KafkaImplementation:
         elif name == "Resign":
             c.resign(act.get("broker"))
         elif name == "DeleteTopic":
-            c.delete_topic(TOPIC)
+            self.admin.delete_topic(TOPIC)          # kafka-topics --delete
         elif name == "ElectController":
             c.elect_controller(act.get("broker"))
         elif name in ("BrokerFailure", "BrokerStartup"):
