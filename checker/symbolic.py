@@ -433,9 +433,10 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
     s.add(z3.Or([b for _, b in bad]))
     answer = s.check()
     if answer == z3.sat:
-        m = s.model()
-        ev = evaluator(m)
-        broken = _which(s, m, [(c.name, b) for c, b in bad])
+        broken = _which(s, s.model(), [(c.name, b) for c, b in bad])
+        s.add(dict((c.name, b) for c, b in bad)[broken])
+        s.check()
+        ev = evaluator(s.model())
         view = model.describe(ev, f)
         result.cti = Cti(broken, SymAction("init", (), lambda f, p: z3.BoolVal(True), lambda f, p: {},
                                            lambda ev, f, p: []), [], view, view, initial=True)
@@ -485,10 +486,12 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         if answer == z3.unknown:
             result.unknown = f"{aname}: {s.reason_unknown()}"
             break
+        broken = _which(s, s.model(), checks)
+        s.add(dict(checks)[broken])         # the CTI shown breaks the conjunct it names
+        s.check()
         m = _small_model(s, [f, *step.params.values()], timeout)
         ev = evaluator(m)
         i = m.eval(step.sel, model_completion=True).as_long()
-        broken = _which(s, m, checks)
         act = acts[i]
         result.cti = Cti(broken, act, _decode(act, ev, f, step.params_of(i)), model.describe(ev, f),
                          model.describe(ev, g))
@@ -533,19 +536,29 @@ def _small_model(s: z3.Solver, frames: Sequence[Any], timeout: float | None) -> 
 
 
 def _which(s: z3.Solver, m: z3.ModelRef, checks: Sequence[tuple[str, z3.BoolRef]]) -> str:
-    """The first of ``checks`` (name, violation) that holds in model ``m``.  A quantified
-    lemma may not evaluate to a value: then ask the solver, one check at a time."""
-    for name, b in checks:
-        if z3.is_true(m.eval(b, model_completion=True)):
-            return name
-    for name, b in checks:
+    """The first of ``checks`` (name, violation), in order, that can hold: the conjunct
+    a CTI names.  Not simply the first that holds in ``m``: which of several models z3
+    returns depends on what z3 did earlier in the process (term ids, the order of its
+    hash tables), so a name read off the model would change with the tests run before,
+    and with the garbage collector's timing, hence with load.  The model only narrows
+    the search: a check after the first that holds in ``m`` cannot come first; each
+    earlier one is asked of the solver."""
+    limit = len(checks) - 1
+    for i, (_name, b) in enumerate(checks):
+        try:
+            if z3.is_true(m.eval(b, model_completion=True)):
+                limit = i
+                break
+        except z3.Z3Exception:
+            continue
+    for name, b in checks[:limit]:
         s.push()
         s.add(b)
         answer = s.check()
         s.pop()
         if answer == z3.sat:
             return name
-    return checks[0][0]
+    return checks[limit][0]
 
 
 def _decode(act: SymAction, ev: Callable[[z3.ExprRef], Any], f: Frame, params: Mapping) -> list[Action]:

@@ -430,10 +430,8 @@ class KafkaImplementation:
         if name == "ShrinkIsr":
             b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
             rm = self._rm(b)
-            if rm is None or not rm.isr_write_would_succeed(tp):
-                return False
-            p = rm.leader_partition(tp)
-            return r in p.isr and r != b
+            # the broker's own guard (maybeShrinkIsr), and its conditional ZooKeeper write
+            return rm is not None and rm.can_shrink_isr(tp, r) and rm.isr_write_would_succeed(tp)
         if name == "ExpandIsr":
             b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
             rm = self._rm(b)

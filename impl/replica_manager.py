@@ -299,11 +299,17 @@ class ReplicaManager:
         return OffsetsForLeaderEpochResponse(NONE, epoch, end)
 
     # -- leader: ISR shrink and expand ------------------------------------------------------
+    def can_shrink_isr(self, tp: TopicPartition, out_of_sync: int) -> bool:
+        """Partition.maybeShrinkIsr's guard: this broker leads ``tp`` and ``out_of_sync``
+        is another member of its ISR (the leader never removes itself)."""
+        p = self.leader_partition(tp)
+        return p is not None and out_of_sync in p.isr and out_of_sync != self.broker_id
+
     def maybe_shrink_isr(self, tp: TopicPartition, out_of_sync: int) -> bool:
         """replica.lag.time.max.ms passed without ``out_of_sync`` catching up."""
-        p = self.leader_partition(tp)
-        if p is None or out_of_sync not in p.isr or out_of_sync == self.broker_id:
+        if not self.can_shrink_isr(tp, out_of_sync):
             return False
+        p = self.leader_partition(tp)
         if not self._update_isr(p, tuple(r for r in p.isr if r != out_of_sync)):
             return False
         self._maybe_increment_hw(p)       # a smaller ISR may let the HW move
