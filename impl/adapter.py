@@ -96,20 +96,31 @@ from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 
 TOPIC = "t"
 
+# What the projection leaves out, and why a bug there cannot go unseen (or cannot
+# matter): each says where its effect is observed, or that nothing reads it.
 IGNORED = {
-    "request.controller_id": "a function of the controller epoch (one controller per epoch)",
-    "request.replicas": "the AR, static in the model",
-    "zk.isr_change_notification": "the controller's input, read in IsrChangeNotification",
-    "zk.controller_epoch.version": "equal to the epoch once a controller was elected",
-    "zk.config": "per-topic configuration, the model's fixed parameters",
-    "broker.broker_epoch": "projected as the session number",
-    "broker.fetchers.leader/leader_epoch": "equal to the partition's leader and leader epoch",
-    "replica.follower LEOs on a non-leader": "stale state no action reads (leader side only)",
-    "replica.leader's own LEO entry": "its log end offset",
-    "controller.pending": "watch events queued: the model reads ZooKeeper directly",
-    "controller.epoch_zk_version": "a function of the epoch",
-    "state-change.log": "output only",
-    "producer.pending_acks": "acks=all writes not yet acknowledged (the model's ghost inv_pending)",
+    "request.controller_id": "StopReplica responses are routed to it, so a wrong one leaves the deleting "
+                             "controller's replica states behind (observed: ctx.replica_states); otherwise only "
+                             "the state-change log reads it",
+    "zk.isr_change_notification": "the controller's input only: a lost or extra notification changes whether "
+                                  "IsrChangeNotification is enabled, and enabled sets are compared (and probed)",
+    "zk.controller_epoch.version": "read only by the controller's conditional writes (KAFKA-6082), whose success "
+                                   "or failure shows in zk.partitions; the epoch itself is observed",
+    "zk.config": "written once, through the admin tool, at topic creation; read by unclean election and "
+                 "min.insync.replicas, whose effects (elections, refused produces, acked) are observed",
+    "broker.broker_epoch": "observed, as the rank of the registration it names (sessions, ctx.live)",
+    "broker.fetchers.leader/leader_epoch": "set from the partition state the broker applied (observed); a wrong "
+                                           "one makes Fetch, TruncateFollower or ExpandIsr enabled when the "
+                                           "model's is not, or moves other data (observed logs)",
+    "replica.follower LEOs on a non-leader": "reset when the broker becomes leader (makeLeader), so no decision "
+                                             "reads a stale one",
+    "replica.leader's own LEO entry": "not stored: the leader's LEO is its log's length, and the log is observed",
+    "controller.pending": "watch events not yet handled: a lost or duplicated one changes which controller "
+                          "steps are enabled, and enabled sets are compared (and probed)",
+    "controller.epoch_zk_version": "read only by the controller's conditional writes, whose effect shows in "
+                                   "zk.partitions",
+    "state-change.log": "written, never read by a broker or the controller",
+    "producer.pending_acks": "the test client's state, not the cluster's; what it acknowledged is observed (acked)",
 }
 
 

@@ -64,6 +64,9 @@ TARGETS = {
     "impl": MutationTarget("impl", CONFORMANCE, "the reference broker against the conformance corpus",
                            exclude=("impl/__init__.py", *PROCESS_SHELL), equivalents="spec/equivalent_mutants.txt",
                            gate=None),
+    "impl-before": MutationTarget("impl", BEFORE, "the reference broker against the battery issue 17 started "
+                                  "from (its before score)", exclude=("impl/__init__.py", *PROCESS_SHELL),
+                                  equivalents="spec/equivalent_mutants.txt"),
     "spec": MutationTarget("spec", TESTS, "the model against its default test suite",
                            exclude=("spec/__init__.py", "spec/mutation.py"),
                            equivalents="spec/equivalent_mutants.txt", gate=None),
