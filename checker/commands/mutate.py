@@ -30,7 +30,7 @@ from checker.cmdline import (
 )
 from checker.config import resolve
 from checker.errors import UsageError
-from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample
+from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample, valid
 from checker.mutation_run import (
     IGNORE, SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
 )
@@ -145,7 +145,7 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
             raise UsageError(f"mutation target {name!r} declares no CI gate")
         size, seed, gate_score = target.gate
         min_score = gate_score if min_score is None else min_score
-    everything = collect(root, modules, args.operator or OPERATORS)
+    everything = collect(root, modules, args.operator or OPERATORS, validate=False)
     if args.mutant:
         chosen = [m for m in everything if m.id in set(args.mutant)]
         missing = set(args.mutant) - {m.id for m in chosen}
@@ -154,6 +154,8 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
                              f"when the mutated code does); list them with kmc mutate {name} --list")
     else:
         chosen = sample(everything, size, seed)
+    sources = {mod: (root / mod).read_text(encoding="utf-8") for mod in {m.module for m in chosen}}
+    chosen = [m for m in chosen if valid(m, sources[m.module])]     # parsing all of them costs minutes
     print(f"kmc mutate: family {ref}, target {name} ({target.package}/, {len(modules)} modules): "
           f"{len(everything)} mutants, running {len(chosen)}"
           + (f" (seeded sample, seed {seed})" if len(chosen) < len(everything) and not args.mutant else ""))
