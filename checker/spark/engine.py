@@ -123,30 +123,6 @@ def check(
 # ---------------------------------------------------------------------------------
 
 
-def _ship(cloudpickle: Any, payload: Any, owners: list) -> bytes:
-    """Pickle the model and its properties for the executors.  Code from a module
-    the executors cannot import by name (a ``--invariants`` file, a script) travels
-    by value; everything else by reference."""
-    import importlib.machinery
-
-    by_value = []
-    for obj in owners:
-        name = getattr(obj, "__module__", None)
-        mod = sys.modules.get(name or "")
-        if mod is None or name in ("__main__", "builtins") or mod in by_value:
-            continue
-        top = name.split(".")[0]
-        if top in sys.builtin_module_names or importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
-            by_value.append(mod)
-    for mod in by_value:
-        cloudpickle.register_pickle_by_value(mod)
-    try:
-        return cloudpickle.dumps(payload)
-    finally:
-        for mod in by_value:
-            cloudpickle.unregister_pickle_by_value(mod)
-
-
 def _job(run: Any) -> Any:
     """Run a Spark action; a failed task becomes a one-line error that says why."""
     try:
@@ -199,10 +175,10 @@ class _Run:
         from pyspark import cloudpickle
 
         from checker.spark import checkpoint as ckpt
-        from checker.spark.session import get_context
+        from checker.spark.session import get_context, ship
 
         try:
-            payload = _ship(cloudpickle, (self.model, self.props, self.check_deadlock),
+            payload = ship(cloudpickle, (self.model, self.props, self.check_deadlock),
                             [type(self.model)] + [p.predicate for p in self.props])
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"the Spark engine ships the model and its properties to the executors with "

@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import importlib.machinery
 import logging
 import os
 import re
@@ -406,3 +407,25 @@ def java_version() -> str:
         return (p.stderr or p.stdout).splitlines()[0]
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+def ship(cloudpickle: Any, payload: Any, owners: list) -> bytes:
+    """Pickle the model and its properties for the executors.  Code from a module
+    the executors cannot import by name (a ``--invariants`` file, a script) travels
+    by value; everything else by reference."""
+    by_value = []
+    for obj in owners:
+        name = getattr(obj, "__module__", None)
+        mod = sys.modules.get(name or "")
+        if mod is None or name in ("__main__", "builtins") or mod in by_value:
+            continue
+        top = name.split(".")[0]
+        if top in sys.builtin_module_names or importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
+            by_value.append(mod)
+    for mod in by_value:
+        cloudpickle.register_pickle_by_value(mod)
+    try:
+        return cloudpickle.dumps(payload)
+    finally:
+        for mod in by_value:
+            cloudpickle.unregister_pickle_by_value(mod)

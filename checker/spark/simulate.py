@@ -14,9 +14,7 @@ driver) is the one the local engine reports for the same seed.
 
 from __future__ import annotations
 
-import importlib.machinery
 import re
-import sys
 import time
 from functools import partial
 from typing import Any, Sequence, TextIO
@@ -43,27 +41,6 @@ def _walk_task(payload: Any, seed: int, max_steps: int, swarm: bool, check_deadl
     yield w
 
 
-def _ship(cloudpickle: Any, payload: Any, owners: list) -> bytes:
-    """Pickle the model and properties; code from a module the executors cannot
-    import by name (an ``--invariants`` file) travels by value."""
-    by_value = []
-    for obj in owners:
-        name = getattr(obj, "__module__", None)
-        mod = sys.modules.get(name or "")
-        if mod is None or name in ("__main__", "builtins") or mod in by_value:
-            continue
-        top = name.split(".")[0]
-        if top in sys.builtin_module_names or importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
-            by_value.append(mod)
-    for mod in by_value:
-        cloudpickle.register_pickle_by_value(mod)
-    try:
-        return cloudpickle.dumps(payload)
-    finally:
-        for mod in by_value:
-            cloudpickle.unregister_pickle_by_value(mod)
-
-
 def _collect(rdd: Any) -> list:
     try:
         return rdd.collect()
@@ -87,7 +64,7 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
     ``master``, default ``local[*]``), ``partitions`` tasks per round."""
     from pyspark import cloudpickle
 
-    from checker.spark.session import get_context
+    from checker.spark.session import get_context, ship
 
     check_args(seed, walks, max_steps)
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
@@ -95,7 +72,7 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
     props = list(model.properties() if properties is None else properties)
     validate_properties(props)
     try:
-        payload = _ship(cloudpickle, (model, props), [type(model)] + [p.predicate for p in props])
+        payload = ship(cloudpickle, (model, props), [type(model)] + [p.predicate for p in props])
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"kmc simulate ships the model and its properties to the Spark executors with cloudpickle, "
                          f"and pickling them raised {type(e).__name__}: {e}; make the model picklable or use "
