@@ -156,6 +156,15 @@ def peak_memory() -> int:
     return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
 
 
+def unreached_witnesses(witnesses: dict) -> list[Violation]:
+    """A ``sometimes`` property never reached by a complete search is reported as a
+    violation: without its witness the always-properties may hold vacuously.  Both
+    engines end their searches with it."""
+    return [Violation(property=name, kind=SOMETIMES, path=[],
+                      message="witness never reached: the always-properties may hold vacuously")
+            for name, at in witnesses.items() if at is None]
+
+
 class Search:
     """One search of ``model`` for ``props`` under ``settings``; :meth:`run` gives
     the CheckResult.  ``visitor`` (optional) sees every state and transition."""
@@ -231,12 +240,7 @@ class Search:
 
         violations = [self.violation(*rec) for rec in self.found]
         if complete:
-            for name, at in self.witnesses.items():
-                if at is None:
-                    violations.append(Violation(
-                        property=name, kind=SOMETIMES, path=[],
-                        message="witness never reached: the always-properties may hold vacuously",
-                    ))
+            violations += unreached_witnesses(self.witnesses)
         stats = Stats(
             distinct=len(self.visited),
             generated=sum(self.counts.values()),

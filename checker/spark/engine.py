@@ -52,9 +52,10 @@ import numpy as np
 
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, format_fingerprint
-from checker.model import ALWAYS, SOMETIMES, Model, Property
+from checker.model import ALWAYS, Model, Property
 from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
-from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, peak_memory, replay_chain
+from checker.search import (SAMPLE_SIZE, Search, Settings, StopSearch, peak_memory, replay_chain,
+                            unreached_witnesses)
 from checker.spark import tasks
 from checker.spark.tasks import KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, error_order, ident
 
@@ -624,12 +625,7 @@ class _Run:
         depth = self.level + (1 if self.distinct > self.stored_at_level else 0)
         violations = [self._violation(*rec) for rec in self.found]
         if complete:
-            for name, at in self.witnesses.items():
-                if at is None:
-                    violations.append(Violation(
-                        property=name, kind=SOMETIMES, path=[],
-                        message="witness never reached: the always-properties may hold vacuously",
-                    ))
+            violations += unreached_witnesses(self.witnesses)
         stats = Stats(
             distinct=self.distinct,
             generated=self.generated,
