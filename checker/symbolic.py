@@ -489,6 +489,7 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         broken = _which(s, s.model(), checks)
         s.add(dict(checks)[broken])         # the CTI shown breaks the conjunct it names
         s.check()
+        _least_run(s, [step])               # the least instance of the action, as bmc does
         m = _small_model(s, [f, *step.params.values()], timeout)
         ev = evaluator(m)
         i = m.eval(step.sel, model_completion=True).as_long()
@@ -533,6 +534,63 @@ def _small_model(s: z3.Solver, frames: Sequence[Any], timeout: float | None) -> 
         s.pop()
     s.check()
     return s.model()
+
+
+def _least(s: z3.Solver, terms: Sequence[z3.ExprRef]) -> z3.ModelRef:
+    """A model of ``s`` (which is sat) whose ``terms`` are lexicographically least, in
+    the order given: each is fixed, in the solver's current scope, to the least value
+    it can take once the ones before it are fixed.  Which of several models z3 returns
+    depends on what z3 did before (the order of its hash tables, the queries earlier in
+    the process, its version), so a counterexample read off z3's first model would
+    change with them; the least one does not.  Bit-vectors count unsigned, Booleans
+    prefer False, integers descend from z3's value; a query z3 cannot answer stops the
+    descent of that term (its value is then z3's)."""
+    m = s.model()
+    for t in terms:
+        value = m.eval(t, model_completion=True)
+        if z3.is_bv(t):
+            lo, hi = 0, value.as_long()
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if _sat_with(s, z3.ULE(t, mid)):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            s.add(t == hi)
+        elif z3.is_bool(t):
+            s.add(t == z3.BoolVal(not _sat_with(s, z3.Not(t))))
+        elif z3.is_int(t):
+            v = value.as_long()
+            for _ in range(64):
+                if not _sat_with(s, t < v):
+                    break
+                v = s.model().eval(t, model_completion=True).as_long()
+            s.add(t == v)
+        else:
+            continue
+        if s.check() != z3.sat:      # cannot happen: the value fixed was just found sat
+            raise ModelError(f"z3 lost the model while fixing {t}; run again with --timeout raised")
+        m = s.model()
+    return m
+
+
+def _least_run(s: z3.Solver, steps: Sequence[_Step]) -> z3.ModelRef:
+    """The least run of ``s``: the first step's action instance, then its parameters,
+    then the next step's; so a counterexample is the same whatever z3 did before."""
+    m = s.model()
+    for st in steps:
+        m = _least(s, [st.sel])
+        i = m.eval(st.sel, model_completion=True).as_long()
+        m = _least(s, list(st.params_of(i).values()))
+    return m
+
+
+def _sat_with(s: z3.Solver, extra: z3.BoolRef) -> bool:
+    s.push()
+    s.add(extra)
+    answer = s.check()
+    s.pop()
+    return answer == z3.sat
 
 
 def _which(s: z3.Solver, m: z3.ModelRef, checks: Sequence[tuple[str, z3.BoolRef]]) -> str:
@@ -596,7 +654,9 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
 
     Depth 0 (the initial states) first, then one more step at a time, with one
     incremental solver; at each depth the invariants are tried in the order given,
-    so the violation reported is a shortest one and the same on every run.  If the
+    so the violation reported is a shortest one; of those, the least run (action
+    instances by their index, then their parameters, step by step), so it is the same
+    whatever z3 did before in the process and whatever z3 version.  If the
     model declares interchangeable values (optional ``symmetry()``), only runs that
     first use them in increasing order are searched (``symmetry=False``: all runs);
     the shortest violation has the same length either way.
@@ -644,7 +704,7 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
             s.add(bad)
             answer = s.check()
             if answer == z3.sat:
-                m = s.model()
+                m = _least_run(s, steps)
                 ev = evaluator(m)
                 chosen_idx = [m.eval(st.sel, model_completion=True).as_long() for st in steps]
                 chosen = [acts[i] for i in chosen_idx]

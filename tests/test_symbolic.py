@@ -14,6 +14,7 @@ import z3
 
 from checker.config import resolve
 from checker.graph import explore
+from checker.model import action
 from checker.symbolic import _Step, bmc, confirm_cti, load_lemmas, prove, to_explicit
 from spec.config import KafkaConfig
 from spec.family import FAMILY
@@ -321,6 +322,24 @@ def test_bmc_trace_does_not_depend_on_the_hash_seed(tmp_path):
         doc = json.loads(trace.read_text())
         runs.append([(s["action"], s["fingerprint"]) for s in doc["steps"]])
     assert runs[0] == runs[1]
+
+
+def test_bmc_reports_the_least_run_whatever_z3_did_before():
+    """Of the shortest violations, bmc reports the least run (instances by index, step by
+    step), so the counterexample does not follow z3's history in the process: the same
+    after other queries as in a fresh solver, and the least one (broker 0 first)."""
+    def run():
+        v = bmc(sym("zombie", brokers=5), 5, ["ControllerEpochFencing"]).violation
+        assert v is not None and v.depth == 4
+        return [repr(a) for a in v.actions]
+
+    fresh = run()
+    prove(sym("zombie", brokers=5), ["ControllerEpochFencing"])      # other z3 work first
+    bmc(sym("unclean", brokers=3), 3, ["LeaderElectedFromIsr"])
+    assert run() == fresh
+    assert fresh[:3] == [repr(a) for a in (action("ElectController", broker=0),
+                                           action("ExpireSession", broker=0),
+                                           action("ElectController", broker=1))]
 
 
 def test_a_symbolic_counterexample_that_does_not_replay_is_a_disagreement():
