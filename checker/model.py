@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from checker.config import resolve
+from checker.errors import ModelError, UsageError
 
 State = Any
 """A state: nested tuples / NamedTuples of int, bool, str and None."""
@@ -230,6 +231,26 @@ class Model:
         field of the state (:func:`plain`); a model whose state holds
         ghost or bookkeeping fields an implementation cannot have leaves them out."""
         return plain(state)
+
+
+def optional_hook(model: Any, name: str, kind: type) -> Any:
+    """The value of the model's optional hook ``name()`` (``symmetry``, ``footprints``...),
+    or None when the model has none.  Model code that raises, or a value of another
+    type than ``kind``, is a ModelError naming the hook: a reduction built on a bad
+    declaration would give wrong verdicts, not a traceback."""
+    fn = getattr(model, name, None)
+    if not callable(fn):
+        return None
+    try:
+        value = fn()
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001 - model code
+        raise ModelError(f"model error: {name}() raised {type(e).__name__}: {e}; fix the model") from e
+    if value is not None and not isinstance(value, kind):
+        raise ModelError(f"{name}() must return a {kind.__module__}.{kind.__qualname__} or None, "
+                         f"not {type(value).__name__}")
+    return value
 
 
 def plain(state: Any) -> Any:

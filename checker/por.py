@@ -65,7 +65,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn
-from checker.model import EVENTUALLY, Action, Model, Property, State
+from checker.model import EVENTUALLY, Action, Model, Property, State, optional_hook
 
 __all__ = ["Footprints", "Ample", "footprints_of", "validate"]
 
@@ -92,16 +92,7 @@ class Footprints:
 
 
 def footprints_of(model: Model) -> Footprints | None:
-    fn = getattr(model, "footprints", None)
-    if fn is None:
-        return None
-    try:
-        fps = fn()
-    except Exception as e:  # noqa: BLE001 - model code
-        raise ModelError(f"model error: footprints() raised {type(e).__name__}: {e}; fix the model") from e
-    if fps is not None and not isinstance(fps, Footprints):
-        raise ModelError(f"footprints() must return a checker.por.Footprints or None, not {type(fps).__name__}")
-    return fps
+    return optional_hook(model, "footprints", Footprints)
 
 
 class Ample(Model):

@@ -53,7 +53,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn
-from checker.model import EVENTUALLY, Action, Model, Property, State
+from checker.model import EVENTUALLY, Action, Model, Property, State, optional_hook
 from checker.result import Step, Violation
 
 __all__ = ["Symmetry", "Reduced", "declared", "symmetry_of", "validate", "concretize", "sample_states", "reduce_properties"]
@@ -97,16 +97,7 @@ class Symmetry:
 
 def declared(model: Model) -> Symmetry | None:
     """The group the model declares (``symmetry()``), or None."""
-    fn = getattr(model, "symmetry", None)
-    if fn is None:
-        return None
-    try:
-        sym = fn()
-    except Exception as e:  # noqa: BLE001 - model code
-        raise ModelError(f"model error: symmetry() raised {type(e).__name__}: {e}; fix the model") from e
-    if sym is not None and not isinstance(sym, Symmetry):
-        raise ModelError(f"symmetry() must return a checker.symmetry.Symmetry or None, not {type(sym).__name__}")
-    return sym
+    return optional_hook(model, "symmetry", Symmetry)
 
 
 def symmetry_of(model: Model) -> Symmetry | None:

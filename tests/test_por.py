@@ -164,3 +164,22 @@ def test_kafka_declares_no_footprints_yet():
 def test_cli_por_flag(tmp_path):
     r = cli_support.kmc("check", "--preset", "tiny", "--por", "--quiet", "--traces-dir", tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+class _Declares(Model):
+    def __init__(self, hook):
+        self.hook = hook
+
+    def footprints(self):
+        return self.hook()
+
+
+def test_a_bad_footprints_declaration_is_a_model_error_naming_the_hook():
+    def boom():
+        raise KeyError("class")
+    with pytest.raises(ModelError, match=r"footprints\(\) raised KeyError"):
+        footprints_of(_Declares(boom))
+    with pytest.raises(ModelError, match=r"footprints\(\) must return a checker.por.Footprints or None, not dict"):
+        footprints_of(_Declares(dict))
+    assert footprints_of(_Declares(lambda: None)) is None
+    assert footprints_of(Model()) is None
