@@ -427,11 +427,24 @@ class MutationTarget:
     """What ``kmc mutate TARGET`` mutates and runs: the modules of ``package`` (a
     top-level package of the project) except ``exclude``, against ``corpus``.
     ``equivalents`` is the checked-in list of equivalent mutants (a path relative to
-    the project root); ``gate`` is the CI gate's (sample size, seed, minimum score %)."""
+    the project root); ``gate`` is the CI gate (:class:`MutationGate`)."""
 
     package: str
     corpus: ConformCorpus | CommandCorpus
     doc: str = ""
     exclude: tuple = ()
     equivalents: str | None = None
-    gate: tuple | None = None
+    gate: MutationGate | None = None
+
+
+@dataclass(frozen=True)
+class MutationGate:
+    """A CI gate: a fixed seeded sample of ``sample`` mutants whose score may not fall
+    below ``min_score`` percent.  ``corpus`` (default: the target's) is what the gate
+    runs; a gate that must stay cheap names the target's cheapest runs only, so that
+    its traced baseline and each mutant cost seconds, not minutes."""
+
+    sample: int
+    seed: int
+    min_score: float
+    corpus: ConformCorpus | CommandCorpus | None = None

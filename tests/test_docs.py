@@ -82,6 +82,13 @@ COMMANDS: dict[str, Entry] = {
     "kmc check --preset zombie --junit check.xml": Entry("fast", status=1),
     "kmc conform traces/known/ControllerEpochFencing-zombie-86b9dc15.json --junit conform.xml": Entry("fast"),
     "kmc prove --brokers 3 --invariant ControllerEpochFencing --junit prove.xml": Entry("fast"),
+    "kmc mutate impl --sample 200 --seed 17": Entry(
+        "never", why="hours of CPU on 2 cores (the whole conformance corpus against 200 mutants); docs/mutation.md "
+                     "gives its measured scores"),
+    "kmc mutate spec --sample 100 --seed 17": Entry(
+        "never", why="one default test suite per surviving mutant: hours; docs/mutation.md says how far it got"),
+    "kmc mutate impl --gate": Entry("never", why="tests/test_mutation_gate.py runs it (slow; about 6 minutes of CPU)"),
+    "kmc mutate impl --module impl/log.py --list": Entry("fast"),
     "kmc check --preset default --engine spark": Entry("spark"),
     "kmc check --preset default --engine spark --checkpoint ckpt/": Entry("spark"),
     "kmc check --preset default --engine spark --resume ckpt/": Entry(

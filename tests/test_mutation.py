@@ -131,6 +131,19 @@ def test_the_score_gates_and_a_sample_is_reproducible(toy):
         cli_support.one_line_error(r, "below the minimum 100%", code=1, reproduce="kmc mutate")
 
 
+def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
+    r = cli_support.kmc("mutate", *MODEL, "--gate", "--json", "gate.json", "--quiet", cwd=toy)
+    doc = json.loads((toy / "gate.json").read_text())
+    assert doc["gate"] and doc["sample"] == 6 and doc["seed"] == 3 and doc["corpus"] == ["two --probe"]
+    assert "corpus: 1 conformance runs, cheapest first: two --probe;" in r.stdout
+    listed = cli_support.kmc("mutate", *MODEL, "--sample", "6", "--seed", "3", "--list", cwd=toy)
+    assert [o["mutant"]["id"] for o in doc["outcomes"]] == \
+        [ln.split()[0] for ln in listed.stdout.splitlines() if ln.startswith("m-")]
+    # the toy's gate asks for 100%: a survivor fails it (exit 1, one line)
+    assert doc["detected"] < doc["scored"]
+    cli_support.one_line_error(r, "below the minimum 100%", code=1, reproduce="kmc mutate")
+
+
 @pytest.mark.parametrize("args, needle", [
     (["nosuch"], "no mutation target 'nosuch'; choose one of impl"),
     (["--module", "nothing/*.py"], "no module of toyimpl/ matches"),

@@ -59,7 +59,8 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--seed", metavar="S", type=nonneg, default=DEFAULT_SEED,
                    help=f"seed of the sample (default {DEFAULT_SEED})")
     p.add_argument("--gate", action="store_true",
-                   help="the target's CI gate: its sample size and seed, and its minimum score")
+                   help="the target's CI gate: its sample size and seed, its corpus (the cheapest runs) and its "
+                        "minimum score")
     p.add_argument("--module", metavar="GLOB", action="append", default=[],
                    help="only modules matching GLOB, e.g. 'impl/log.py' (repeatable)")
     p.add_argument("--operator", metavar="OP", action="append", default=[], choices=OPERATORS,
@@ -139,12 +140,12 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
         equivalents = load_equivalents(root / target.equivalents) if target.equivalents else {}
     except ValueError as e:
         raise UsageError(f"equivalent-mutants file: {e}; fix that line") from None
-    size, seed, min_score = args.sample or None, args.seed, args.min_score
+    size, seed, min_score, corpus = args.sample or None, args.seed, args.min_score, target.corpus
     if args.gate:
         if not target.gate:
             raise UsageError(f"mutation target {name!r} declares no CI gate")
-        size, seed, gate_score = target.gate
-        min_score = gate_score if min_score is None else min_score
+        size, seed, corpus = target.gate.sample, target.gate.seed, target.gate.corpus or target.corpus
+        min_score = target.gate.min_score if min_score is None else min_score
     everything = collect(root, modules, args.operator or OPERATORS, validate=False)
     if args.mutant:
         chosen = [m for m in everything if m.id in set(args.mutant)]
@@ -169,15 +170,15 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
 
     note = (lambda s: None) if args.quiet else (lambda s: print(f"mutate: {s}", file=sys.stderr, flush=True))
     t0 = time.monotonic()
-    if isinstance(target.corpus, CommandCorpus):
-        job = prepare_command(target.corpus)
-        print(f"corpus: {' '.join(target.corpus.argv)}")
+    if isinstance(corpus, CommandCorpus):
+        job = prepare_command(corpus)
+        print(f"corpus: {' '.join(corpus.argv)}")
     else:
-        job = prepare_conform(family, _family_ref(ref), target.package, target.corpus, root, resolve, note)
+        job = prepare_conform(family, _family_ref(ref), target.package, corpus, root, resolve, note)
         steps = sum(len(a) for r in job["runs"] for _, a in r["traces"])
         walks = sum(r["walks"] for r in job["runs"])
-        print(f"corpus: {len(target.corpus.runs)} conformance runs, cheapest first: "
-              f"{', '.join(r.label for r in target.corpus.runs)}; {steps} replayed steps"
+        print(f"corpus: {len(corpus.runs)} conformance runs, cheapest first: "
+              f"{', '.join(r.label for r in corpus.runs)}; {steps} replayed steps"
               + (f" and {walks} random walks" if walks else "") + f" (prepared in {time.monotonic() - t0:.1f} s)")
     sys.stdout.flush()
     run = Run(root, job, chosen, {m.id: equivalents[m.id] for m in chosen if m.id in equivalents},
@@ -221,7 +222,9 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
           f"({eq} equivalent not scored; {time.monotonic() - t0:.0f} s)")
     if args.json:
         doc = {"family": ref, "target": name, "package": target.package, "seed": seed, "sample": len(chosen),
-               "mutants_total": len(everything), "baseline_seconds": round(run.baseline, 2),
+               "mutants_total": len(everything), "gate": bool(args.gate),
+               "corpus": list(corpus.argv) if isinstance(corpus, CommandCorpus) else [r.label for r in corpus.runs],
+               "baseline_seconds": round(run.baseline, 2),
                "timeout_seconds": run.timeout, "detected": detected, "scored": scored,
                "score": pct, "outcomes": [o.to_json() for o in outcomes]}
         with open(args.json, "x", encoding="utf-8") as f:

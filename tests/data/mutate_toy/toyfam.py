@@ -3,7 +3,7 @@ implementation of it (toyimpl/counter.py) whose mutants kmc mutate runs against 
 conformance corpus declared here."""
 
 from checker.model import Model, ModelFamily, Parameter, Preset, action
-from checker.mutation import ConformCorpus, ConformRun, MutationTarget
+from checker.mutation import ConformCorpus, ConformRun, MutationGate, MutationTarget
 
 
 class Counter(Model):
@@ -34,7 +34,8 @@ class CounterFamily(ModelFamily):
     mutation_targets = {"impl": MutationTarget(
         "toyimpl", ConformCorpus((ConformRun("two --probe", preset="two", probe=True),
                                   ConformRun("three", preset="three"))),
-        equivalents="equivalent.txt")}
+        equivalents="equivalent.txt",
+        gate=MutationGate(6, 3, 100.0, ConformCorpus((ConformRun("two --probe", preset="two", probe=True),))))}
 
     def build(self, config):
         return Counter(config["limit"])
