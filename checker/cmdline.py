@@ -98,6 +98,15 @@ def load_family(ref: str | None) -> tuple[Any, str]:
     return as_family(obj, ref), ref
 
 
+def registered_name(ref: str) -> str:
+    """The registered name of a family ref: ``kafka`` for ``spec.family:FAMILY`` when an
+    entry point names that, else ``ref`` itself.  A string compare: nothing is imported."""
+    models = registered_models()
+    if ref in models:
+        return ref
+    return next((name for name, ep in models.items() if ep.value == ref), ref)
+
+
 def trace_family(trace: Any, model: str | None) -> tuple[Any, str]:
     """``(family, family_ref)`` to replay ``trace`` with: ``--model`` when given, else
     the family the trace records, but only if it is registered (by name, or by the
@@ -106,10 +115,8 @@ def trace_family(trace: Any, model: str | None) -> tuple[Any, str]:
     the command line."""
     if model is not None:
         return load_family(model)
-    ref = trace.family_ref
+    ref = registered_name(trace.family_ref)
     models = registered_models()
-    if ref not in models:
-        ref = next((name for name, ep in models.items() if ep.value == ref), ref)
     if ref in models:
         return load_family(ref)
     known = ", ".join(models) or "none"

@@ -200,3 +200,15 @@ def test_conform_known_must_be_a_directory(tmp_path):
 ])
 def test_bounds_say_the_bound_the_flag_has(args, needle):
     cli_support.one_line_error(cli_support.kmc(*args), needle)
+
+
+def test_a_recorded_family_ref_and_its_registered_name_are_the_same_family():
+    """`kmc conform --preset P` (family `kafka`) replays the saved traces recorded as
+    `spec.family:FAMILY`, the entry point's target; the match is by name, nothing is
+    imported for it."""
+    from checker.cmdline import registered_name
+
+    assert registered_name("spec.family:FAMILY") == "kafka"
+    assert registered_name("kafka") == "kafka"
+    assert registered_name("no.such.module:FAMILY") == "no.such.module:FAMILY"
+    assert "no.such.module" not in sys.modules

@@ -21,7 +21,7 @@ from typing import Any
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, fail, load_family, nonneg,
-    positive, trace_family, wrap,
+    positive, registered_name, trace_family, wrap,
 )
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
@@ -339,7 +339,7 @@ def _known_traces(directory: str, family: Any, ref: str, config: dict) -> list:
     model = None
     for path in sorted(d.glob("*.json")):
         trace = load_trace(path)
-        if trace.family_ref != ref:
+        if registered_name(trace.family_ref) != registered_name(ref):
             continue
         try:
             if resolve(family, None, trace.config) != config:
