@@ -2,7 +2,7 @@
 
 One SparkContext per test module (``spark_module(master)`` makes the fixture),
 and ``same(model, sc, ...)``: run the local engine and the Spark engine on the same
-model and arguments and compare everything they report.
+model and arguments and compare everything they report, action coverage included.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ def summary(r) -> dict:
         "complete": st.complete,
         "action_counts": dict(sorted(st.action_counts.items())),
         "witnesses": dict(sorted(st.witnesses.items())),
+        # per action: expanded states that enable it, transitions, new states (checker.coverage)
+        "coverage": None if st.coverage is None else
+        {k: None if c is None else dict(sorted(c.items()))
+         for k, c in (("enabled", st.coverage.enabled), ("taken", st.coverage.taken), ("new", st.coverage.new))},
         "violations": [
             (v.property, v.kind, v.message,
              [(None if s.action is None else str(s.action), s.fingerprint) for s in v.path])

@@ -3,7 +3,7 @@
 
 The Kafka model is growing, so nothing here pins a count: each test runs both
 engines and asserts that they agree on everything (verdict, distinct, generated,
-depth, action counts, witnesses, and the counterexample with its actions and
+depth, action counts and coverage, witnesses, and the counterexample with its actions and
 fingerprints).  The three known-bad presets must give the same shortest
 counterexample.  Presets larger than LARGE distinct states are compared up to
 ``max_states=LARGE`` (the same cut in both engines), except ``default``, the
@@ -52,3 +52,42 @@ def test_every_preset_same_answers(sc, preset):
         same(m, sc, max_states=LARGE)
     else:
         same(m, sc)
+
+
+# ------------------------------------------------------------------ coverage
+
+
+def _coverage_table(model, result, vocab):
+    """What ``kmc check --report`` shows of a run's coverage: every action's
+    (name, enabled, taken, new) and the never-enabled list."""
+    from checker.coverage import coverage_of
+    return coverage_of(result).as_dict(vocab)
+
+
+def test_coverage_is_the_local_engines_on_a_kafka_preset(sc):
+    """The report's coverage table of a complete search: every action's enabled,
+    taken and new-state counts and the never-enabled list are the local engine's,
+    with 3 partitions (states of one level spread over partitions that are
+    expanded and merged apart)."""
+    m = model("tiny")
+    local, spark = same(m, sc, partitions=3)
+    assert spark.stats.complete and spark.stats.coverage.enabled is not None and spark.stats.coverage.new is not None
+    vocab = sorted(m.action_names())
+    table = _coverage_table(m, spark, vocab)
+    assert table == _coverage_table(m, local, vocab)
+    rows = {r["action"]: r for r in table["actions"]}
+    assert rows["DeliverLeaderAndIsr"]["enabled"] > 0 and rows["DeliverLeaderAndIsr"]["new"] > 0
+    assert len(table["never_enabled"]) == 11 and "ExpireSession" in table["never_enabled"]
+
+
+@pytest.mark.parametrize("toy", ["grid", "diehard"])
+def test_coverage_is_the_local_engines_on_a_toy(sc, toy):
+    from tests.toys import FAMILY as TOYS
+    m = TOYS.build(resolve(TOYS, None, {"toy": toy}))
+    local, spark = same(m, sc, partitions=2)
+    vocab = sorted(TOYS.action_docs())
+    table = _coverage_table(m, spark, vocab)
+    assert spark.stats.complete and table == _coverage_table(m, local, vocab)
+    assert sum(r["new"] for r in table["actions"]) == spark.stats.distinct - 1
+    assert table["never_enabled"] and all(r["enabled"] == 0 for r in table["actions"]
+                                          if r["action"] in table["never_enabled"])

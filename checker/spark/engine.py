@@ -50,6 +50,7 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
+from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, format_fingerprint
 from checker.model import ALWAYS, Model, Property
@@ -259,6 +260,9 @@ class _Run:
         self.level = 0
         self.stored_at_level = sys.maxsize
         self.counts: dict[str, int] = {}
+        # Coverage (checker.coverage): None when a resumed checkpoint did not keep it.
+        self.enabled_counts: dict[str, int] | None = {}
+        self.new_counts: dict[str, int] | None = {}
         self.generated = 0
         self.sample_left = SAMPLE_SIZE
         try:
@@ -440,8 +444,9 @@ class _Run:
         self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.visited_count = sum(m["visited"] for m in mg)
         if stop is not None:
-            gen, counts, new = self._count_until(L, L2, stop)
+            gen, counts, new, enabled, new_by = self._count_until(L, L2, stop)
             self._add_counts(gen, counts)
+            self._add_coverage([enabled], [new_by])
             self.distinct += new
             self.frontier_size = 0
             self._level_done(d, sum(e["frontier"] for e in ex), new, t0)
@@ -453,6 +458,7 @@ class _Run:
             for k, v in e["acts"].items():
                 counts[k] = counts.get(k, 0) + v
         self._add_counts(gen, counts)
+        self._add_coverage([e["enabled"] for e in ex], [m["newacts"] for m in mg])
         self.distinct += new_total
         self.frontier_size = new_total
         self.frontier_bytes = sum(m["frontier_bytes"] for m in mg)
@@ -463,6 +469,17 @@ class _Run:
         self.generated += gen
         for k, v in counts.items():
             self.counts[k] = self.counts.get(k, 0) + v
+
+    def _add_coverage(self, enabled: list, new: list) -> None:
+        """Add the level's per-task coverage counts (None: not counted) in."""
+        for total, parts in (("enabled_counts", enabled), ("new_counts", new)):
+            acc = getattr(self, total)
+            if acc is None or any(c is None for c in parts):
+                setattr(self, total, None)
+                continue
+            for c in parts:
+                for k, v in c.items():
+                    acc[k] = acc.get(k, 0) + v
 
     def _level_done(self, d: int, frontier: int, new: int, t0: float) -> None:
         now = time.perf_counter()
@@ -533,8 +550,9 @@ class _Run:
     # -- counting a stopped level again ------------------------------------------------
 
     def _count_until(self, L, L2, stop):
-        """(generated, action counts, new states) of the level up to the stop event,
-        as the local engine counts them when it stops there."""
+        """(generated, action counts, new states, enabled counts, new states per
+        action) of the level up to the stop event, as the local engine counts them
+        when it stops there."""
         key, phase = stop
         d = self.level
         kl = KEY_BYTES * (d + 1)
@@ -551,12 +569,22 @@ class _Run:
         ex = [stats[("expand", d, p)] for p in range(self.n)]
         gen = sum(e["gen"] for e in ex)
         counts: dict[str, int] = {}
+        enabled: dict[str, int] = {}
         for e in ex:
             for k, v in e["acts"].items():
                 counts[k] = counts.get(k, 0) + v
-        new = sum(c for _, c in L2.mapPartitionsWithIndex(
-            partial(tasks.count_keys_below, {"bound": nbound})).collect())
-        return gen, counts, new
+            for k, v in e["enabled"].items():
+                enabled[k] = enabled.get(k, 0) + v
+        below = L2.mapPartitionsWithIndex(partial(tasks.count_keys_below, {"bound": nbound})).collect()
+        new = sum(c for _, c, _ in below)
+        new_by: dict[str, int] | None = {}
+        for _, _, by in below:
+            if by is None:
+                new_by = None
+                break
+            for k, v in by.items():
+                new_by[k] = new_by.get(k, 0) + v
+        return gen, counts, new, enabled, new_by
 
     def _kth_key(self, L2, k: int) -> bytes:
         """The k-th smallest (1-based) order key among the new states of the level:
@@ -636,6 +664,8 @@ class _Run:
             action_counts=dict(self.counts),
             witnesses=dict(self.witnesses),
             complete=complete,
+            coverage=Coverage(None if self.enabled_counts is None else dict(self.enabled_counts), dict(self.counts),
+                              None if self.new_counts is None else dict(self.new_counts)),
         )
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         engine = {
@@ -840,6 +870,8 @@ class _Run:
             "distinct": self.distinct,
             "generated": self.generated,
             "counts": self.counts,
+            "enabled_counts": self.enabled_counts,
+            "new_counts": self.new_counts,
             "witnesses": self.witnesses,
             "found": [[r[0], r[1], r[2], list(r[3]) if r[3] is not None else None, r[4]] for r in self.found],
             "deadlock_found": self.deadlock_found,
@@ -860,6 +892,9 @@ class _Run:
         self.distinct = st["distinct"]
         self.generated = st["generated"]
         self.counts = dict(st["counts"])
+        # A checkpoint written before coverage was kept: the report says n/a.
+        self.enabled_counts = dict(st["enabled_counts"]) if st.get("enabled_counts") is not None else None
+        self.new_counts = dict(st["new_counts"]) if st.get("new_counts") is not None else None
         self.witnesses = dict(st["witnesses"])
         self.found = [(r[0], r[1], r[2], tuple(r[3]) if r[3] is not None else None, r[4]) for r in st["found"]]
         self.deadlock_found = st["deadlock_found"]

@@ -8,7 +8,7 @@ broadcast variable (see ``Context``).
 Data layout, one record per partition and per level, keyed by the partition
 number (a state's partition is ``fingerprint % n``):
 
-``PART = (TAG_PART, v_fp, v_parent, v_act, f_fp, f_keys, f_blob, f_pos, blobs)``
+``PART = (TAG_PART, v_fp, v_parent, v_act, f_fp, f_keys, f_blob, f_pos, blobs, f_name, f_names)``
     the partition's visited set, sorted by fingerprint, with its parent links
     (``int64`` fingerprints, ``int64`` parent fingerprints, ``uint16`` action
     indices: 18 bytes per state; an initial state is its own parent and its action
@@ -16,13 +16,25 @@ number (a state's partition is ``fingerprint % n``):
     current level in BFS order, as ``int64`` fingerprints, their order keys
     concatenated (``f_keys``), and where each state is: list ``f_blob[j]`` of
     ``blobs`` (pickled lists of states, as they arrived from the source
-    partitions) at position ``f_pos[j]``.
+    partitions) at position ``f_pos[j]``; the name of the action that reached each
+    frontier state is ``f_names[f_name[j]]`` (``uint32`` indices into the
+    partition's own table; ``f_names`` is None for the initial states, and a
+    checkpoint written before the names were kept has 9 fields).
 
-``CAND = (TAG_CAND, source, fps, parents, acts, keys, blob, flags)``
+``CAND = (TAG_CAND, source, fps, parents, acts, keys, blob, flags, name_ix, names)``
     the successors one source partition sends to one destination, deduplicated
     inside the source partition, pickled together (so that siblings share their
     common parts), with ``flags``: the outcome of the state properties and
-    witnesses on each of them, where it is not "holds" / "not reached".
+    witnesses on each of them, where it is not "holds" / "not reached"; and the
+    name of the action that generated each of them, ``names[name_ix[j]]``.
+
+Coverage (checker.coverage), counted where the local engine counts it: the
+expanding task counts, per action name, the expanded states that enable it
+(``enabled``) and the transitions (``acts``); the merging task counts the new
+states per name of the action that reached them (``new``: the candidate with the
+smallest key wins, which is the transition that stores the state in the local
+engine).  A few dict increments per state and one ``bincount`` per partition and
+level; the driver adds them up level by level.
 
 A state is pickled once, where it is generated, and unpickled once, where it is
 expanded; the destination only selects.  That is why state properties and
@@ -89,6 +101,7 @@ FAILED, REACHED, WITNESS_RAISED, PROP_RAISED = 0, 1, 2, 3
 EMPTY_I64 = np.zeros(0, dtype=np.int64)
 EMPTY_I32 = np.zeros(0, dtype=np.int32)
 EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+EMPTY_U32 = np.zeros(0, dtype=np.uint32)
 
 
 def ident(k: int) -> int:
@@ -183,10 +196,12 @@ def frontier_states(part: tuple) -> list:
 
 
 def make_part(v_fp, v_par, v_act, f_fp, f_keys: bytes, states: list) -> tuple:
-    """A PART whose frontier is ``states`` (in BFS order), pickled as one list."""
+    """A PART whose frontier is ``states`` (in BFS order, initial states: no action
+    reached them), pickled as one list."""
     n = len(states)
     return (TAG_PART, v_fp, v_par, v_act, f_fp, f_keys, np.zeros(n, dtype=np.int32),
-            np.arange(n, dtype=np.int32), [pickle.dumps(states, PICKLE)] if n else [])
+            np.arange(n, dtype=np.int32), [pickle.dumps(states, PICKLE)] if n else [],
+            np.zeros(n, dtype=np.uint32), None)
 
 
 # ------------------------------------------------------------------------- expand
@@ -206,7 +221,7 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     ctx = context(params["token"], payload)
     part = _part_of(records, pid)
     level = params["level"]
-    stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "dead": None, "steps": {}, "errors": {},
+    stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "enabled": {}, "dead": None, "steps": {}, "errors": {},
                              "acting": None, "acting_after": None, "sample_left": params.get("sample", 0),
                              "level": level}
     out: list = []
@@ -243,6 +258,9 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     counting = bound is not None
     counts = stats["acts"]
     cget = counts.get
+    ecounts = stats["enabled"]
+    eget = ecounts.get
+    name_ix: dict[str, int] = {}     # action name -> its index in this task's table (CAND name_ix)
     errors = stats["errors"]
     steps_failed = stats["steps"]
 
@@ -264,7 +282,10 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     c_key: list = []
     c_state: list = []
     c_flags: list = []   # (candidate index, prop, outcome, message)
+    c_name: list = []    # index in name_ix of the action that generated the candidate
     fp_append, par_append, act_append = c_fp.append, c_par.append, c_act.append
+    name_append = c_name.append
+    name_get = name_ix.get
     key_append, state_append = c_key.append, c_state.append
     prop_checks = bool(wit_checks or state_checks)
     packed = _PACKED
@@ -316,6 +337,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                                  f"actions(state) returned {len(acts)} actions at depth {level}; the Spark engine "
                                  f"numbers actions with 16 bits and supports at most {MAX_INDEX} per state"))
             continue
+        for name in {a[0] for a in acts}:
+            ecounts[name] = eget(name, 0) + 1
         for i, a in enumerate(acts):
             tkey = key + (packed[i] if i < 256 else pack(i))
             if counting and (tkey > bkey or (tkey == bkey and not bincl)):
@@ -391,9 +414,13 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             act_append(i)
             key_append(tkey)
             state_append(t)
+            ni = name_get(name)
+            if ni is None:
+                ni = name_ix[name] = len(name_ix)
+            name_append(ni)
     stats["gen"] = generated
     stats["sample_left"] = sample
-    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags))
+    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix)))
 
 
 def _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, index, flags) -> None:
@@ -432,12 +459,13 @@ def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: floa
     partition and are in its visited set already are dropped here: they would be
     dropped on arrival, after being pickled and shipped for nothing."""
     if out:
-        c_fp, c_par, c_act, c_key, c_state, c_flags = out[0]
+        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names = out[0]
     else:
-        c_fp, c_par, c_act, c_key, c_state, c_flags = [], [], [], [], [], []
+        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names = [], [], [], [], [], [], [], ()
     fp = np.array(c_fp, dtype=np.int64)
     par = np.array(c_par, dtype=np.int64)
     act = np.array(c_act, dtype=np.uint16)
+    nix = np.array(c_name, dtype=np.uint32)
     dest = fp % n
     if len(v_fp) and len(fp):
         mine = dest == pid
@@ -458,7 +486,7 @@ def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: floa
         record = (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
                       b"".join([c_key[i] for i in sel]),
                       pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b"",
-                      flags))
+                      flags, nix[idx], names))
         if d == n - 1:
             stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
             acc.add({("expand", stats["level"], pid): stats})
@@ -487,7 +515,8 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
         raise RuntimeError(f"kmc spark engine: partition {pid} lost its visited set")
     v_fp, v_par, v_act = part[1], part[2], part[3]
     kl = KEY_BYTES * (level + 2)
-    stats: dict[str, Any] = {"new": 0, "events": {}, "errors": {}}
+    stats: dict[str, Any] = {"new": 0, "newacts": {}, "events": {}, "errors": {}}
+    table: dict[str, int] = {}    # action name -> index, this partition's own (PART f_names)
 
     if blobs:
         fps = np.concatenate([b[2] for b in blobs])
@@ -512,6 +541,14 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
 
     stats["new"] = len(sel)
     if len(sel):
+        # The action name of each new state, in one table for the partition: the
+        # sources' tables are small (one entry per action name), the arrays are numpy.
+        names = np.concatenate([np.array([table.setdefault(nm, len(table)) for nm in b[9]],
+                                         dtype=np.uint32)[b[8]] if len(b[9]) else b[8] for b in blobs])
+        n_name = names[sel]
+        f_names = tuple(table)
+        stats["newacts"] = {f_names[i]: int(c) for i, c in enumerate(np.bincount(n_name, minlength=len(table)))
+                            if c}
         n_fp = fps[sel]
         n_par = pars[sel]
         n_act = acts[sel]
@@ -529,9 +566,9 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
         remap = np.full(len(blobs), -1, dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
         new_part = (TAG_PART, v_fp, v_par, v_act, n_fp, n_keys.tobytes(), remap[n_src], n_pos.astype(np.int32),
-                    [blobs[j][6] for j in used.tolist()])
+                    [blobs[j][6] for j in used.tolist()], n_name, f_names)
     else:
-        new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [])
+        new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [], EMPTY_U32, ())
     stats["visited"] = len(v_fp)
     stats["visited_bytes"] = int(v_fp.nbytes + v_par.nbytes + v_act.nbytes)
     stats["frontier_bytes"] = int(new_part[4].nbytes + len(new_part[5]) + sum(len(b) for b in new_part[8]))
@@ -571,15 +608,20 @@ def _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats) -> None:
 
 def count_keys_below(params: dict, pid: int, records) -> Any:
     """How many frontier states of this partition have a key below the bound
-    (``(key, inclusive)``)."""
+    (``(key, inclusive)``), and how many of them each action name reached (None
+    for a PART of a checkpoint that did not keep the names)."""
     part = _part_of(records, pid)
     bkey, incl = params["bound"]
     if part is None or not len(part[4]):
-        return iter([(pid, 0)])
+        return iter([(pid, 0, {})])
     kl = len(part[5]) // len(part[4])
     keys = np.frombuffer(part[5], dtype=f"S{kl}")
-    return iter([(pid, int(np.searchsorted(keys, np.frombuffer(bkey, dtype=f"S{kl}")[0],
-                                           side="right" if incl else "left")))])
+    k = int(np.searchsorted(keys, np.frombuffer(bkey, dtype=f"S{kl}")[0], side="right" if incl else "left"))
+    if len(part) < 11 or part[10] is None:
+        return iter([(pid, k, None)])
+    names = part[10]
+    by = {names[i]: int(c) for i, c in enumerate(np.bincount(part[9][:k], minlength=len(names))) if c}
+    return iter([(pid, k, by)])
 
 
 def frontier_keys(records) -> Any:
