@@ -28,7 +28,7 @@ import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
-from checker.cmdline import one_line, trace_family
+from checker.cmdline import one_line, reopen_args, trace_family
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, GROUP, load_family,
     registered_models,
@@ -361,7 +361,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         sys.stdout.flush()
     if report.result.verdict == VIOLATED:
         paths = report.trace_paths
-        where = f"; replay the trace with kmc replay {shlex.quote(paths[0])}" if paths else ""
+        where = f"; replay the trace with kmc replay {reopen_args(paths[0], plan.family_ref)}" if paths else ""
         _fail(f"property violated: {', '.join(report.violated())}{where}", command)
         return EXIT_FAIL
     return EXIT_OK

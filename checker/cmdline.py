@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -123,6 +124,19 @@ def trace_family(trace: Any, model: str | None) -> tuple[Any, str]:
     raise UsageError(f"trace file '{trace.path}' was made with model family {shown(trace.family_ref, 60)}, which "
                      f"is not a registered model (registered: {known}); kmc never imports a module a trace names: "
                      f"name the family with --model NAME|module:attribute")
+
+
+def reopen_args(trace_path: str, family_ref: str) -> str:
+    """The arguments that open a trace this run saved again (``kmc replay ...``,
+    ``kmc explore ...``): the path, and ``--model`` when the family is not a
+    registered model, since :func:`trace_family` never imports what a trace names.
+
+    >>> reopen_args("traces/a b.json", "tests.toys:FAMILY")
+    "'traces/a b.json' --model tests.toys:FAMILY"
+    """
+    models = registered_models()
+    registered = family_ref in models or any(ep.value == family_ref for ep in models.values())
+    return shlex.quote(trace_path) + ("" if registered else f" --model {shlex.quote(family_ref)}")
 
 
 def build_model(family: Any, config: Mapping[str, Any]) -> Any:

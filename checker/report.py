@@ -11,11 +11,10 @@ contract (scripts read them).
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.cmdline import count, para, width
+from checker.cmdline import count, para, reopen_args, width
 from checker.coverage import never_enabled_line, vocabulary
 from checker.model import SOMETIMES, Property
 from checker.result import BOUNDED, OK, CheckResult
@@ -115,7 +114,9 @@ class Report:
                 loop = "" if v.loop_start is None else f" (a lasso: the loop starts at step {v.loop_start})"
                 lines.append(f"  trace: {count(len(v.path), 'state')}, {count(len(v.path) - 1, 'action')}{loop}, "
                              f"saved to {path}")
-                lines.append(f"  replay it: kmc replay {shlex.quote(str(path))}")
+                again = reopen_args(str(path), plan.family_ref)
+                lines.append(f"  replay it: kmc replay {again}")
+                lines.append(f"  explore it: kmc explore {again}")
             elif v.kind == SOMETIMES and not v.message:
                 lines.append("  the witness state was never reached, so the 'always' properties may hold vacuously")
         lines.append("")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -202,6 +203,33 @@ def test_kmc_explore_opens_a_trace_and_a_preset_in_one_command():
     try:
         page = json.loads(get(url + "api/page?path=0")[2])
         assert page["preset"] == "small" and page["enabled"] and page["trace"] is None
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+@pytest.mark.parametrize("args", [("--preset", "zombie"), ("--model", "tests.toys:FAMILY", "--preset", "broken")],
+                         ids=["kafka", "toy"])
+def test_a_violation_prints_the_explore_and_replay_commands_and_both_work(tmp_path, args):
+    """After a violation, check prints the exact commands that open its trace:
+    they run as printed (with --model when the family is not registered, since
+    kmc never imports a module a trace names)."""
+    r = kmc("check", *args, "--traces-dir", tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  replay it: "))
+    assert lines[at + 1].startswith("  explore it: kmc explore ")
+    replay_cmd = shlex.split(lines[at].split(": ", 1)[1])
+    explore_cmd = shlex.split(lines[at + 1].split(": ", 1)[1])
+    saved = Path(replay_cmd[2])
+    assert saved.parent == tmp_path and saved.is_file() and explore_cmd[2:] == replay_cmd[2:]
+    assert ("--model" in explore_cmd) == ("--model" in args)
+    replayed = kmc(*replay_cmd[1:])
+    assert replayed.returncode == 0 and "the trace replays" in replayed.stdout, replayed.stdout + replayed.stderr
+    p, url = _start(*explore_cmd[2:])
+    try:
+        page = json.loads(get(url + "api/page?path=0")[2])
+        assert page["trace"]["name"] == saved.name and len(page["full"]) == len(load_trace(saved).steps)
     finally:
         p.terminate()
         p.wait(30)
