@@ -1,5 +1,5 @@
 """Reference broker and controller (issue 6), written independently of spec/: it never
-imports it.  See README "The reference broker".
+imports it.  See docs/cluster.md "The reference broker".
 
 - ``zk``, ``zkclient``: the coordination store (ZooKeeper semantics) and Kafka's znodes.
 - ``controller``, ``reassignment``, ``election``: the controller.

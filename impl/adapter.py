@@ -149,8 +149,8 @@ HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "ElectLeader", "RemoveRepl
 
 
 class FaultBudget:
-    """What the test environment may still inject: the model's bounds (README "Faults
-    and healing": faults are bounded, healing is not).  This is the driver's
+    """What the test environment may still inject: the model's bounds (docs/model.md
+    "Actors, faults and healing": faults are bounded, healing is not).  This is the driver's
     bookkeeping, not the broker's; it is not observed."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:

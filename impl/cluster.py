@@ -9,10 +9,10 @@ operations and replays exactly.
 
 Choices shared with the model, each with its pointer:
 - Requests in flight to a broker form a set: an identical duplicate is not queued
-  twice (spec/state.py ``add_request``; README "Where the model is coarser").
+  twice (spec/state.py ``add_request``; docs/model.md "Where the model is coarser").
 - A crash drops the requests in flight to the broker; a session expiry does not.
 - The StopReplica response reaches the controller in the same operation as the request's
-  handling, if that controller still runs (README "Where the model is coarser").
+  handling, if that controller still runs (docs/model.md "Where the model is coarser").
 - A broker that asked for controlled shutdown may stop once a running controller holds
   its request for its current registration (spec/faults.py ``ShutdownBroker``).
 

@@ -8,8 +8,8 @@ through the broker's KafkaZkClient, as Kafka's controller event thread does.
 
 Granularity (the conformance table in impl/adapter.py says the same per action): Kafka
 runs a broker failure, a broker startup or a controlled shutdown as one event that
-also elects leaders and moves replicas offline.  Here, as in the model (README "The
-model", spec/controller.py), those are separate handler calls on the same context:
+also elects leaders and moves replicas offline.  Here, as in the model (docs/model.md,
+spec/controller.py), those are separate handler calls on the same context:
 ``on_broker_failure`` / ``on_broker_startup`` update the context and the state
 machines, ``elect_leader`` runs one partition's election, ``remove_replica_from_isr``
 one replica's OfflineReplica transition.  Between them other actors may act.
@@ -19,7 +19,7 @@ Choices shared with the model, each with its pointer:
   watches are gone) handles no watch event (broker change, ISR change, deletion
   request, controlled-shutdown request): every such handler starts with Kafka's
   ``if (!isActive) return``.  It still finishes the work its context holds: elections,
-  ISR removals and deletion steps (README "Zombie"; spec/controller.py ``_watching``).
+  ISR removals and deletion steps (docs/model.md, "Zombie"; spec/controller.py ``_watching``).
 - Before an election or an ISR removal the controller reads the partition state from
   ZooKeeper and writes conditionally on the version it read; the read and the write are
   one step, so only the /controller_epoch check (KAFKA-6082) can fail it, and then the
@@ -34,7 +34,7 @@ Choices shared with the model, each with its pointer:
 - With auto.leader.rebalance.enable, a preferred-replica election may run whenever the
   preferred replica is alive, in the ISR and not leading (the rebalance timer may fire
   at any moment); the leader.imbalance.per.broker.percentage threshold is not applied
-  (spec/controller.py ``_election``, README "Presets and verdicts").
+  (spec/controller.py ``_election``, docs/results.md "Presets and verdicts").
 - Topic deletion: StartTopicDeletion moves every replica and partition of the topic
   offline; each replica is then sent StopReplica(delete=true) (or marked ineligible
   while its broker is down); the topic's znodes go when every replica is deleted.

@@ -8,7 +8,7 @@ epoch present in the log, kept in step with appends and truncations.
 What survives a restart is what Kafka keeps on disk: the records, the epoch cache and
 the ``replication-offset-checkpoint`` (the HW).  This reference broker checkpoints
 the HW on every change rather than periodically (the model's logs keep their HW over
-a crash: spec README "The data path").
+a crash: docs/model.md "The data path").
 
     >>> log = Log()
     >>> log.append(epoch=0); log.append(epoch=0); log.append(epoch=2)

@@ -21,7 +21,7 @@ Choices shared with the model, each with its pointer:
 - The follower's HW comes from the HW the leader read *before* it recorded this fetch.
 - ISR expansion: the follower has fetched from this leader up to its HW; with KIP-320,
   also in this leader epoch and only once the HW has reached this leader's own epoch
-  (README "ISR expand rule", spec/datapath.py ``isr_expand_allowed``).
+  (docs/model.md "ISR expand rule", spec/datapath.py ``isr_expand_allowed``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
 
 
 # A controller's channel to a broker is FIFO; the model keeps requests in flight as a
-# set (README).  Reassignment needs one ordering: a StopReplica is delivered after the
+# set (docs/model.md, where the model is coarser).  Reassignment needs one ordering: a StopReplica is delivered after the
 # LeaderAndIsr requests its controller sent earlier for that partition.  Otherwise a
 # LeaderAndIsr from before a replica was deleted (delete=true forgets its leader
 # epoch) would make the deleted replica a leader again.  The controller sends a

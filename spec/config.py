@@ -10,7 +10,7 @@ class KafkaConfig:
     brokers: int = 3
     partitions: int = 1
     replication_factor: int = 3
-    # known-bad variants, kept on purpose (see README):
+    # known-bad variants, kept on purpose (docs/results.md, "The known-anomaly table"):
     controller_epoch_fencing: bool = True   # brokers reject requests from older controller epochs
     zk_epoch_fencing: bool = True           # ZooKeeper writes also conditional on the controller epoch (KAFKA-6082)
     unclean_leader_election: bool = False   # unclean.leader.election.enable

@@ -137,7 +137,7 @@ _PRESETS.update({
         f"data-{'hw' if t == 'high_watermark' else t}-wide",
         f"data path, 2 brokers, 2 records; a crash, a session expiry, an ISR shrink, preferred election, a "
         f"controlled shutdown and a reassignment reordering the AR [0, 1] -> [1, 0]: truncation={t}: "
-        f"{_WIDE_VERDICT[t]} (large: see README)", {**_WIDE, "truncation": t})
+        f"{_WIDE_VERDICT[t]} (large: see docs/results.md)", {**_WIDE, "truncation": t})
     for t in ("high_watermark", "kip101", "kip279", "kip320")
 })
 
@@ -153,7 +153,7 @@ _PRESETS.update({
                           "moving the partition ([0, 1] -> [1]), no fault",
                           {**_REASSIGN, **_TWO, "replication_factor": 1, "reassignments": "0,1;1"}),
     "reassign-crash": Preset("reassign-crash", "2 brokers, RF 1: move [0] -> [1] with one crash (the controller "
-                             "may fail over mid-way): violates ReassignmentLeaderInRar (see README)",
+                             "may fail over mid-way): violates ReassignmentLeaderInRar (see docs/results.md)",
                              {**_REASSIGN, **_TWO, "replication_factor": 1, "reassignments": "1", "max_crashes": 1}),
 })
 

@@ -1,4 +1,4 @@
-"""The known-anomaly table of the README, pinned: one row per variant, the same
+"""The known-anomaly table of docs/results.md, pinned: one row per variant, the same
 bounds for every truncation rule.  Each row gives the first property the search
 finds violated (the shortest counterexample over all properties), the shortest
 counterexample for the data-loss property, and the distinct states explored."""
