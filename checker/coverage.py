@@ -70,8 +70,9 @@ def vocabulary(model: Any, family: Any) -> list[str]:
 
 
 def coverage_of(result: Any) -> Coverage:
-    """The result's coverage; an engine that does not count it (Spark) gives its
-    action counts as ``taken`` and nothing else."""
+    """The result's coverage; a result without it (a Spark run resumed from a
+    checkpoint that did not keep it) gives its action counts as ``taken`` and
+    nothing else."""
     st = result.stats
     if st.coverage is not None:
         return st.coverage

@@ -81,8 +81,8 @@ def write_report(path: str, force: bool, *, title: str, command: str, model: Any
     cov = coverage_of(result)
     notes = []
     if cov.new is None:
-        notes.append(f"the {engine} engine counts the transitions each action takes; 'enabled' and "
-                     f"'new state' are counted by the local engine only")
+        notes.append(f"the {engine} engine resumed this run from a checkpoint that did not keep 'enabled' and "
+                     f"'new state'; 'taken' counts the transitions each action took")
     summary = [("verdict", result.verdict.upper()), ("distinct states", f"{st.distinct:,}"),
                ("generated", f"{st.generated:,}"), ("depth", str(st.depth)),
                ("seconds", f"{st.seconds:.2f}"), ("states/s", f"{st.states_per_second:,.0f}"),
