@@ -25,8 +25,11 @@ zookeeper: java
 chromium:
 	@bash scripts/ensure-chromium
 
+# The run report (configuration, a plot per BFS level, every property's verdict, action
+# coverage) goes to build/run-report.html, replaced on every run.
 run: $(STAMP) java
-	$(BIN)/kmc check --preset default --engine spark
+	@mkdir -p build
+	$(BIN)/kmc check --preset default --engine spark --report build/run-report.html --force
 
 test: $(STAMP) java zookeeper chromium
 	$(BIN)/python -m pytest -m "" --doctest-modules checker spec impl tests

@@ -95,10 +95,12 @@ def level_plot(levels: Sequence[Mapping[str, Any]], width: int = 760, height: in
         for i, r in enumerate(rows):
             parts.append(f'<circle cx="{x(i):.1f}" cy="{top + h - h * r[key] / peak:.1f}" r="2" fill="{colour}">'
                          f'<title>level {r["level"]}: {label} {r[key]:,.0f}</title></circle>')
-        ly = top + 14 + 18 * k
+        # The maximum on a line of its own: a large count beside the label would not fit.
+        ly = top + 14 + 32 * k
         parts.append(f'<line x1="{left + w + 12}" y1="{ly - 4}" x2="{left + w + 30}" y2="{ly - 4}" '
                      f'stroke="{colour}" stroke-width="2"/>')
-        parts.append(f'<text x="{left + w + 34}" y="{ly}" font-size="11">{_e(label)} (max {peak:,.0f})</text>')
+        parts.append(f'<text x="{left + w + 34}" y="{ly}" font-size="11">{_e(label)}'
+                     f'<tspan x="{left + w + 34}" dy="13">(max {peak:,.0f})</tspan></text>')
     parts.append("</svg>")
     return "".join(parts)
 

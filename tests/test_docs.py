@@ -36,12 +36,13 @@ class Entry:
     needs: tuple[str, ...] = ()    # commands to run first, in the same directory
     why: str = ""                  # for ``never``: why no test can run it
     server: bool = False           # a server (kmc explore): started on a free port, asked for a page, stopped
+    report: str = ""               # a run report the command writes (in the checkout): removed first, then checked
 
 
 ZOMBIE = "kmc check --preset zombie"
 
 COMMANDS: dict[str, Entry] = {
-    "make run": Entry("spark"),
+    "make run": Entry("spark", report="build/run-report.html"),
     "make test": Entry("never", why="it is the whole suite, this test included; CI runs it"),
     "kmc cluster --brokers 3 --faults kill,stop --seconds 60": Entry(
         "never", why="a minute of a real cluster; tests/test_trace_validation.py runs a bounded kmc cluster"),
@@ -189,6 +190,20 @@ def _run(text: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=3600)
 
 
+def _check_report(path: Path, where: str) -> None:
+    """A run report as the docs promise it: the per-level plot (three series) and a
+    coverage table with every column counted (no n/a), plus the never-enabled list."""
+    assert path.is_file(), f"{where}: no report at {path}"
+    text = path.read_text(encoding="utf-8")
+    assert re.findall(r'<polyline data-series="(\w+)"', text) == ["frontier", "new", "rate"], where
+    table = text[text.index('<table id="coverage">'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr class="[^"]*" data-action="[^"]+">(.*?)</tr>', table)
+    cells = [re.findall(r"<td class=n>([^<]*)</td>", row) for row in rows]
+    assert rows and all(len(c) == 3 and all(re.fullmatch(r"[\d,]+", x) for x in c) for c in cells), (where, cells)
+    assert any(int(c[0].replace(",", "")) > 0 for c in cells) and '<p id="never-enabled">' in text, where
+
+
 @pytest.mark.parametrize("block", _params())
 def test_the_commands_of_a_block_run_as_shown(block: Block, tmp_path):
     cwd = _scratch(tmp_path)
@@ -201,9 +216,13 @@ def test_the_commands_of_a_block_run_as_shown(block: Block, tmp_path):
         if entry.server:
             _serve(cmd.text, cwd)
             continue
+        if entry.report:
+            (ROOT / entry.report).unlink(missing_ok=True)
         r = _run(cmd.text, cwd)
         where = f"{block.id}: $ {cmd.text}"
         assert "Traceback" not in r.stdout, f"{where}\n{r.stdout}"
+        if entry.report:
+            _check_report(ROOT / entry.report, where)
         if cmd.expected is None:
             assert r.returncode == entry.status, f"{where}: exit status {r.returncode}, expected {entry.status}\n{r.stdout[-3000:]}"
         elif block.path not in NOT_COMPARED:
