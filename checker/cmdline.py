@@ -134,8 +134,7 @@ def reopen_args(trace_path: str, family_ref: str) -> str:
     >>> reopen_args("traces/a b.json", "tests.toys:FAMILY")
     "'traces/a b.json' --model tests.toys:FAMILY"
     """
-    models = registered_models()
-    registered = family_ref in models or any(ep.value == family_ref for ep in models.values())
+    registered = registered_name(family_ref) in registered_models()
     return shlex.quote(trace_path) + ("" if registered else f" --model {shlex.quote(family_ref)}")
 
 
