@@ -353,7 +353,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
                                          if len(written) > 1 else ""), file=out)
     if args.junit:
         check_junit(args.junit, args.force, suite=f"kmc check {plan.label}",
-                    classname=f"{plan.model.name}.{plan.label}", **common)
+                    classname=f"{plan.model.name}.{plan.label}", family_ref=plan.family_ref, **common)
         print(f"junit: {args.junit}", file=out)
     out.flush()
     if args.json:

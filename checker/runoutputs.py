@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from checker.cmdline import reopen_args
 from checker.coverage import coverage_of, levels_of, vocabulary
 from checker.junit import Case, junit_xml
 from checker.model import EVENTUALLY, SOMETIMES, Property
@@ -96,11 +97,15 @@ def write_report(path: str, force: bool, *, title: str, command: str, model: Any
 
 
 def check_junit(path: str, force: bool, *, suite: str, classname: str, result: CheckResult,
-                props: Sequence[Property], check_deadlock: bool, live: Any, traces: Mapping[str, str]) -> None:
+                props: Sequence[Property], check_deadlock: bool, live: Any, traces: Mapping[str, str],
+                family_ref: str | None = None) -> None:
+    """``family_ref``: the run's model family, so that the commands in a failure's text
+    add ``--model`` when kmc could not reopen the trace without it."""
     cases = []
     for v in verdicts(result, props, check_deadlock, live, traces):
         if v.verdict in ("violated", "not reached"):
-            replay = f"\nreplay it: kmc replay {shlex.quote(v.trace)}" if v.trace else ""
+            again = (shlex.quote(v.trace) if family_ref is None else reopen_args(v.trace, family_ref)) if v.trace else ""
+            replay = f"\nreplay it: kmc replay {again}\nexplore it: kmc explore {again}" if v.trace else ""
             cases.append(Case(v.name, classname, failure=f"{v.name} {v.verdict}: {v.detail}",
                               text=f"{v.rationale}{replay}"))
         elif v.verdict == "not checked":

@@ -273,7 +273,9 @@ def test_check_report_and_junit(tmp_path):
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     failure = cases["ControllerEpochFencing"].find("failure")
-    assert failure is not None and "kmc replay" in failure.text and suite.get("failures") == "1"
+    assert failure is not None and suite.get("failures") == "1"
+    saved = next((tmp_path / "traces").glob("ControllerEpochFencing-zombie-*.json"))
+    assert failure.text.endswith(f"\nreplay it: kmc replay {saved}\nexplore it: kmc explore {saved}")
     assert cases["LeaderInIsr"].find("skipped") is not None      # the search stopped at the violation
     r = kmc("check", "--preset", "tiny", "--report", tmp_path / "t.html", "--junit", tmp_path / "t.xml",
             "--quiet", cwd=tmp_path)
