@@ -272,44 +272,40 @@ class KafkaImplementation:
         return rm is not None and rm.leader_partition(tp) is not None
 
     def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
-        rm = self._rm(f)
-        if rm is None:
-            return False
-        st = rm.fetchers.get(tp)
-        if st is None or st.truncating != truncating or st.leader != leader or not self._leads(leader, tp):
-            return False
-        if self.truncation == "kip320":
-            return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
-        return True
+        """The follower's next request (an OffsetsForLeaderEpoch when ``truncating``,
+        else a Fetch) goes to ``leader``, which answers it without an error: asked of
+        the brokers (their fetcher state and the leader's own NOT_LEADER and, with
+        KIP-320, FENCED_LEADER_EPOCH checks), so that probing runs those refusals."""
+        return self._running(f) and self.cluster.fetch_leader(f, tp, truncating) == leader
 
     def _fetching_from(self, f, leader, tp) -> bool:
         """The follower's fetch session with the leader is alive: it runs and follows
-        this leader (in this leader epoch with KIP-320), it is not truncating, and the
-        LEO the leader holds for it is not past its log (stale, from before it
-        restarted and truncated).  Kafka expands the ISR while it handles such a
-        fetch; the model separates that from moving data."""
+        this leader, its next request is a Fetch the leader answers, and the LEO the
+        leader holds for it is not past its log (stale, from before it restarted and
+        truncated).  Kafka expands the ISR while it handles such a fetch; the model
+        separates that from moving data."""
         rm = self._rm(f)
         if rm is None or tp not in rm.partitions or rm.partitions[tp].leader != leader:
             return False
-        st = rm.fetchers.get(tp)
+        if not self._fetch_target_ok(f, leader, tp, truncating=False):
+            return False   # its next fetch is an OffsetsForLeaderEpoch, or would be refused
         log = rm.logs.get(tp)
-        if self.data_path and (st is None or st.truncating
-                               or self._rm(leader).leader_partition(tp).remote_leos.get(f, -1)
-                               > (log.log_end_offset if log else 0)):
-            return False   # its next fetch is an OffsetsForLeaderEpoch, or would tell the leader a smaller LEO
-        if self.truncation == "kip320":
-            return rm.partitions[tp].leader_epoch == self._rm(leader).partitions[tp].leader_epoch
-        return True
+        return self._rm(leader).leader_partition(tp).remote_leos.get(f, -1) <= (log.log_end_offset if log else 0)
 
     def _can_expand_without_data(self, leader, tp, f) -> bool:
-        """Without a data path the step is the follower's fetch round and the expansion:
-        the follower fetches from this leader in this leader epoch (KIP-320's fence; the
-        model's "caught up" without a data path)."""
+        """Without a data path the step is the follower's fetch round (after its
+        truncation, if one is due) and the expansion: the follower's next request goes
+        to this leader and is answered, the leader would add it (its own guard, with
+        the fetch's offset), and the follower is in this leader epoch (the model's
+        "caught up" without a data path, whatever the truncation rule)."""
         frm = self._rm(f)
-        if frm is None or tp not in frm.fetchers or frm.fetchers[tp].leader != leader:
+        if frm is None or tp not in frm.fetchers:
             return False
-        lp = self._rm(leader).leader_partition(tp)
-        return frm.partitions[tp].leader_epoch == lp.leader_epoch and f not in lp.isr and f in lp.replicas
+        if not self._fetch_target_ok(f, leader, tp, frm.fetchers[tp].truncating):
+            return False
+        lrm = self._rm(leader)
+        return (frm.partitions[tp].leader_epoch == lrm.leader_partition(tp).leader_epoch
+                and lrm.can_expand_isr(tp, f, fetch_offset=frm.log(tp).log_end_offset))
 
     # -- the contract ------------------------------------------------------------------------
     def _may_fail(self, b: int) -> bool:
@@ -458,8 +454,9 @@ class KafkaImplementation:
             return (c.admin.topic_exists(TOPIC) and self._fetch_target_ok(f, leader, tp, truncating=False)
                     and self._rm(leader).fetch_would_complete(tp, f, c.disks[f].logs.get(tp)))
         if name == "TruncateFollower":
-            return self.truncation != "high_watermark" and \
-                self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=True)
+            # (before KIP-101 a follower truncates to its HW when it becomes one: its
+            # fetcher never sends an OffsetsForLeaderEpoch)
+            return self._fetch_target_ok(act.get("follower"), act.get("leader"), self._tp(act), truncating=True)
         if name == "ReassignPartitions":
             nxt = self.budget.reassignments[0] if self.budget.reassignments else None
             tp = self._tp(act)

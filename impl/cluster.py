@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from impl.broker import BrokerDisk, KafkaServer
 from impl.config import BrokerConfig
+from impl.replica_manager import NONE
 from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest
 from impl.zk import InMemoryStore
 from impl.zkclient import KafkaZkClient, TopicPartition, create_partition_reassignment
@@ -222,6 +223,25 @@ class Cluster:
     def produce(self, leader: int, tp: TopicPartition, acks: str) -> tuple[str, int]:
         self._tick()
         return self.server(leader).replica_manager.append_records(tp, acks)
+
+    def fetch_leader(self, follower: int, tp: TopicPartition, truncating: bool) -> int | None:
+        """The leader to which the follower's fetcher sends its next request for ``tp``
+        (an OffsetsForLeaderEpoch while it truncates when ``truncating``, else a Fetch),
+        if that leader runs and would answer it without an error; else None (no such
+        request is next, or it would get NOT_LEADER_FOR_PARTITION or
+        FENCED_LEADER_EPOCH back and change nothing)."""
+        srv = self.servers[follower]
+        if srv is None:
+            return None
+        frm = srv.replica_manager
+        req = frm.build_offsets_for_leader_epoch(tp) if truncating else frm.build_fetch(tp)
+        if req is None:
+            return None
+        leader = frm.fetchers[tp].leader
+        if not 0 <= leader < len(self.servers) or self.servers[leader] is None:
+            return None
+        return leader if self.servers[leader].replica_manager.request_error(tp, req.current_leader_epoch) == NONE \
+            else None
 
     def fetch(self, follower: int, tp: TopicPartition) -> bool:
         """One round of the follower's fetcher: a fetch request to the leader it follows

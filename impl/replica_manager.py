@@ -269,12 +269,24 @@ class ReplicaManager:
     def _fenced_epoch(self, p: Partition, current_leader_epoch: int) -> bool:
         return self.config.truncation == "kip320" and current_leader_epoch != p.leader_epoch
 
-    def handle_fetch(self, req: FetchRequest) -> FetchResponse:
-        p = self.leader_partition(req.topic_partition)
+    def request_error(self, tp: TopicPartition, current_leader_epoch: int) -> str:
+        """What the leader answers a follower's Fetch or OffsetsForLeaderEpoch before it
+        reads its log (``Partition.localLogWithEpochOrException``): NOT_LEADER_FOR_PARTITION
+        if it does not lead ``tp``, FENCED_LEADER_EPOCH if (KIP-320) the follower's
+        current leader epoch is not its own, else NONE.  A driver asks this before it
+        lets a follower's fetcher take a step."""
+        p = self.leader_partition(tp)
         if p is None:
-            return FetchResponse(NOT_LEADER_FOR_PARTITION, (), -1, -1)
-        if self._fenced_epoch(p, req.current_leader_epoch):
-            return FetchResponse(FENCED_LEADER_EPOCH, (), -1, -1)
+            return NOT_LEADER_FOR_PARTITION
+        if self._fenced_epoch(p, current_leader_epoch):
+            return FENCED_LEADER_EPOCH
+        return NONE
+
+    def handle_fetch(self, req: FetchRequest) -> FetchResponse:
+        error = self.request_error(req.topic_partition, req.current_leader_epoch)
+        if error != NONE:
+            return FetchResponse(error, (), -1, -1)
+        p = self.leader_partition(req.topic_partition)
         log = self.log(p.tp)
         if req.fetch_offset > log.log_end_offset:
             return FetchResponse(OFFSET_OUT_OF_RANGE, (), -1, log.log_end_offset)
@@ -285,11 +297,10 @@ class ReplicaManager:
         return FetchResponse(NONE, records, hw, log.log_end_offset)
 
     def handle_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
+        error = self.request_error(req.topic_partition, req.current_leader_epoch)
+        if error != NONE:
+            return OffsetsForLeaderEpochResponse(error, -1, UNDEFINED_EPOCH_OFFSET)
         p = self.leader_partition(req.topic_partition)
-        if p is None:
-            return OffsetsForLeaderEpochResponse(NOT_LEADER_FOR_PARTITION, -1, UNDEFINED_EPOCH_OFFSET)
-        if self._fenced_epoch(p, req.current_leader_epoch):
-            return OffsetsForLeaderEpochResponse(FENCED_LEADER_EPOCH, -1, UNDEFINED_EPOCH_OFFSET)
         log = self.log(p.tp)
         if self.config.truncation == "kip101":
             return OffsetsForLeaderEpochResponse(NONE, -1, log.epochs.end_offset_for(req.leader_epoch,
@@ -315,12 +326,16 @@ class ReplicaManager:
         self._maybe_increment_hw(p)       # a smaller ISR may let the HW move
         return True
 
-    def can_expand_isr(self, tp: TopicPartition, follower: int) -> bool:
+    def can_expand_isr(self, tp: TopicPartition, follower: int, fetch_offset: int | None = None) -> bool:
+        """Partition.maybeExpandIsr's guard: ``follower`` is an assigned replica outside
+        the ISR whose LEO (the last fetch's offset, or ``fetch_offset``: the one a fetch
+        about to be handled carries) reached the HW, and (KIP-320) the HW reached this
+        leader's epoch."""
         p = self.leader_partition(tp)
         if p is None or follower in p.isr or follower == self.broker_id or follower not in p.replicas:
             return False
         log = self.log(tp)
-        leo = p.remote_leos.get(follower, -1)
+        leo = p.remote_leos.get(follower, -1) if fetch_offset is None else fetch_offset
         hw = log.high_watermark_checkpoint
         if leo < 0 or leo < hw:
             return False
@@ -341,7 +356,7 @@ class ReplicaManager:
 
     def isr_write_would_succeed(self, tp: TopicPartition) -> bool:
         p = self.leader_partition(tp)
-        return p is not None and self.zk.partition_state_version(tp) == p.zk_version
+        return p is not None and self.zk.isr_write_would_succeed(tp, p.zk_version)
 
     def _update_isr(self, p: Partition, isr: tuple) -> bool:
         version = self.zk.update_isr(p.tp, p.leader, p.leader_epoch, isr, p.controller_epoch, p.zk_version)

@@ -231,6 +231,16 @@ class KafkaZkClient:
             return None
         return st.version
 
+    def isr_write_would_succeed(self, tp: TopicPartition, expected_version: int) -> bool:
+        """Would :meth:`update_isr` with ``expected_version`` go through?  Asked of
+        ZooKeeper with a ``check`` op (the conditional write's own version check, which
+        writes nothing), so that a driver asking it runs the BadVersion refusal."""
+        try:
+            self.store.multi(self.session, [Z.Check(state_path(tp), expected_version)])
+        except (Z.BadVersionError, Z.NoNodeError):
+            return False
+        return True
+
     def partition_state_version(self, tp: TopicPartition) -> int:
         st = self.store.exists(self.session, state_path(tp))
         return st.version if st else -1
