@@ -90,6 +90,12 @@ COMMANDS: dict[str, Entry] = {
         "never", why="one default test suite per surviving mutant: hours; docs/mutation.md says how far it got"),
     "kmc mutate impl --gate": Entry("never", why="tests/test_mutation_gate.py runs it (slow; about 6 minutes of CPU)"),
     "kmc mutate impl --module impl/log.py --list": Entry("fast"),
+    "kmc mutate impl-before --sample 40 --seed 17": Entry(
+        "never", why="about 8 minutes of CPU (docs/mutation.md gives the measured run); a survivor replays every "
+                     "trace that reaches it"),
+    "kmc mutate impl --sample 40 --seed 17": Entry(
+        "never", why="about 14 minutes of CPU (docs/mutation.md gives the measured run): the whole conformance "
+                     "corpus's traced baseline alone is minutes"),
     "kmc check --preset default --engine spark": Entry("spark"),
     "kmc check --preset default --engine spark --checkpoint ckpt/": Entry("spark"),
     "kmc check --preset default --engine spark --resume ckpt/": Entry(
