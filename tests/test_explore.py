@@ -235,6 +235,19 @@ def test_a_violation_prints_the_explore_and_replay_commands_and_both_work(tmp_pa
         p.wait(30)
 
 
+def test_simulate_prints_the_same_commands(tmp_path):
+    """kmc simulate (and bmc, prove --confirm: the same helper) prints both commands too."""
+    r = kmc("simulate", "--model", "tests.toys:FAMILY", "--preset", "broken", "--seed", "0", "--traces-dir", tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = [line.strip() for line in r.stdout.splitlines()]
+    replay_cmd = next(line for line in lines if line.startswith("replay it: ")).split(": ", 1)[1]
+    explore_cmd = next(line for line in lines if line.startswith("explore it: ")).split(": ", 1)[1]
+    assert shlex.split(replay_cmd)[2:] == shlex.split(explore_cmd)[2:]
+    assert replay_cmd.endswith(" --model tests.toys:FAMILY") and f"replay the trace with {replay_cmd} (" in r.stderr
+    replayed = kmc(*shlex.split(replay_cmd)[1:])
+    assert replayed.returncode == 0 and "the trace replays" in replayed.stdout, replayed.stdout + replayed.stderr
+
+
 def test_kmc_explore_bad_input_is_one_line(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")

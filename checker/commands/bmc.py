@@ -17,12 +17,11 @@ message says at which step and why).
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from typing import Any
 
 from checker.cmdline import (
-    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, positive, wrap,
+    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, positive, reopen_args, wrap,
 )
 from checker.errors import ModelError, UsageError
 
@@ -114,6 +113,8 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
                          f"choose another directory with --traces-dir DIR") from None
     print(f"VIOLATED: {v.property}", file=out)
     print(f"  trace: {len(path)} states, {len(path) - 1} actions, saved to {trace}", file=out)
-    print(f"  replay it: kmc replay {shlex.quote(str(trace))}", file=out)
-    fail(f"property violated: {v.property}; replay the trace with kmc replay {shlex.quote(str(trace))}", command)
+    again = reopen_args(str(trace), family_ref)
+    print(f"  replay it: kmc replay {again}", file=out)
+    print(f"  explore it: kmc explore {again}", file=out)
+    fail(f"property violated: {v.property}; replay the trace with kmc replay {again}", command)
     return EXIT_FAIL

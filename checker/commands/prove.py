@@ -20,11 +20,11 @@ contract.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from typing import Any
 
-from checker.cmdline import EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, positive, wrap
+from checker.cmdline import (EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, positive, reopen_args,
+                             wrap)
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
@@ -203,4 +203,6 @@ def _confirm(args, command, family_ref, family, preset, config, custom, sym, nam
           f"and z3 agrees (that state satisfies every conjunct, and its symbolic step to the explicit successor "
           f"breaks {cti.broken})", file=out)
     print(f"  trace saved to {trace}", file=out)
-    print(f"  replay it: kmc replay {shlex.quote(str(trace))}", file=out)
+    again = reopen_args(str(trace), family_ref)
+    print(f"  replay it: kmc replay {again}", file=out)
+    print(f"  explore it: kmc explore {again}", file=out)

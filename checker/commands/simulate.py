@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from typing import Any, TextIO
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
-                             load_family, model_properties, nonneg, positive, resolve_config, wrap)
+                             load_family, model_properties, nonneg, positive, reopen_args, resolve_config, wrap)
 from checker.errors import UsageError
 
 
@@ -160,7 +159,9 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
                              f"choose another directory with --traces-dir DIR") from None
         trace_path = str(path)
         print(f"  trace: {count(len(v.path) - 1, 'action')}, saved to {path}", file=out)
-        print(f"  replay it: kmc replay {shlex.quote(trace_path)}", file=out)
+        again = reopen_args(trace_path, family_ref)
+        print(f"  replay it: kmc replay {again}", file=out)
+        print(f"  explore it: kmc explore {again}", file=out)
     print(file=out)
     if r.verdict == VIOLATED:
         print(f"verdict: VIOLATED: {r.violations[0].property}", file=out)
@@ -176,6 +177,6 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         sys.stdout.flush()
     if r.verdict == VIOLATED:
         fail(f"property violated: {r.violations[0].property}; replay the trace with kmc replay "
-              f"{shlex.quote(trace_path or '')}", command)
+              f"{reopen_args(trace_path or '', family_ref)}", command)
         return EXIT_FAIL
     return EXIT_OK
