@@ -90,6 +90,26 @@ def _forge(meta: dict) -> None:
     meta["digest"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
 
+def test_a_checkpoint_without_coverage_counts_resumes_with_taken_only(sc, saved, tmp_path):
+    """A checkpoint written before kmc kept the enabled and new-state counts: the
+    resumed run has the same answers, its taken counts, and None (the report's n/a)
+    for the two columns it cannot know, never a partial count."""
+    d, newest, before = copy(saved, tmp_path)
+    shutil.rmtree(newest)
+
+    def old_kmc(meta: dict) -> None:
+        del meta["enabled_counts"], meta["new_counts"]
+        meta.pop("digest")
+        meta["digest"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+
+    _edit_meta(before, old_kmc)
+    r = resume(sc, d)
+    got = summary(r)
+    assert got["coverage"] == {**saved[1]["coverage"], "enabled": None, "new": None}
+    assert {k: v for k, v in got.items() if k != "coverage"} == {k: v for k, v in saved[1].items() if k != "coverage"}
+    assert r.stats.coverage.never_enabled(["IncX", "IncY", "Other"]) == ["Other"]
+
+
 def _flip(f: Path, at: int) -> None:
     data = bytearray(f.read_bytes())
     data[at] ^= 0xFF
