@@ -166,7 +166,8 @@ def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: 
 def _engine(args: argparse.Namespace) -> str:
     """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
     given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
-             args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume)) if value]
+             args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume),
+             ("--spark-driver-states", args.spark_driver_states is not None)) if value]
     engine = args.engine or ("spark" if given else "local")
     if engine == "local" and given:
         raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
@@ -189,7 +190,8 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Se
     again = args.checkpoint or args.resume
     try:
         result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
-                             partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume)
+                             partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume,
+                             **({} if args.spark_driver_states is None else {"driver_states": args.spark_driver_states}))
     except KeyboardInterrupt:
         hint = f"go on from the last complete level with --resume {again}; " if again else ""
         raise KeyboardInterrupt(f"{hint}Spark's log: {log_path()}") from None
@@ -606,6 +608,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "in local mode on every core)")
     c.add_argument("--spark-partitions", metavar="N", type=_positive,
                    help="partitions of the state space (default: the cluster's default parallelism)")
+    c.add_argument("--spark-driver-states", metavar="N", type=_nonneg,
+                   help="expand the first levels on the driver, with the local engine's core, until one holds "
+                        "more than N states (default 2000; 0: every level on Spark)")
     c.add_argument("--checkpoint", metavar="DIR",
                    help="save every finished level in DIR (a local path or a Hadoop URL), for --resume")
     c.add_argument("--resume", metavar="DIR", help="go on with an interrupted run from its --checkpoint DIR")

@@ -212,6 +212,8 @@ class Search:
         self.stored_at_level = sys.maxsize    # distinct states stored when the level began
         self.frontier_iter = None             # rest of the level, for the deadlock scan
         self.cut = False                      # a bound cut the search
+        self.handoff: list | None = None      # the level explore(handoff=) stopped before
+        self.sample_left = SAMPLE_SIZE        # successors still to validate at the handoff
         self.stopped = False                  # stopped at the first violation
         self.fp = fingerprint_fn(model)
         self.start = time.perf_counter()
@@ -299,7 +301,12 @@ class Search:
 
     # -- the hot loop -------------------------------------------------------------
 
-    def explore(self, frontier: list) -> None:
+    def explore(self, frontier: list, handoff: int | None = None) -> None:
+        """Expand ``frontier`` (the initial level) level by level.  ``handoff``:
+        stop before expanding a level of more than that many states, leaving it in
+        ``self.handoff`` (``(fp, state)`` in BFS order) and the successors still
+        to validate in ``self.sample_left``: the Spark engine runs the narrow
+        first levels here and hands the rest to its partitions."""
         model = self.model
         visited = self.visited
         counts = self.counts
@@ -335,6 +342,9 @@ class Search:
             self.stored_at_level = len(visited)
             if max_depth is not None and depth >= max_depth:
                 self._boundary_level(frontier, depth)
+                return
+            if handoff is not None and len(frontier) > handoff:
+                self.handoff, self.sample_left = frontier, sample
                 return
             nxt = []
             self.nxt = nxt

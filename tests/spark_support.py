@@ -66,11 +66,13 @@ def summary(r) -> dict:
     }
 
 
-def same(model, sc, partitions: int | None = None, **kwargs):
-    """Check ``model`` with both engines; assert equal summaries; return both results."""
+def same(model, sc, partitions: int | None = None, driver_states: int = 0, **kwargs):
+    """Check ``model`` with both engines; assert equal summaries; return both results.
+    Every level runs on the partitions unless ``driver_states`` says otherwise (the
+    engine's default runs the narrow first levels on the driver)."""
     from checker.spark import check as spark_check
 
     local = bfs.check(model, **kwargs)
-    spark = spark_check(model, sc=sc, partitions=partitions, **kwargs)
+    spark = spark_check(model, sc=sc, partitions=partitions, driver_states=driver_states, **kwargs)
     assert summary(spark) == summary(local)
     return local, spark

@@ -36,7 +36,7 @@ def saved(sc, tmp_path_factory):
     """``(checkpoint directory, summary of the full run)``."""
     from checker.spark import check
     d = tmp_path_factory.mktemp("ckpt") / "ckpt"
-    r = check(grid(), sc=sc, partitions=2, checkpoint=str(d))
+    r = check(grid(), sc=sc, partitions=2, checkpoint=str(d), driver_states=0)
     return d, summary(r)
 
 
@@ -175,7 +175,7 @@ def test_both_levels_corrupt_says_start_again(sc, saved, tmp_path):
 def test_the_command_line_gives_one_line_and_exit_2(tmp_path):
     d = tmp_path / "ckpt"
     args = ["check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", "n=3", "--engine", "spark",
-            "--spark-partitions", "2", "--quiet", "--traces-dir", tmp_path / "t"]
+            "--spark-partitions", "2", "--spark-driver-states", "0", "--quiet", "--traces-dir", tmp_path / "t"]
     r = cli_support.kmc(*args, "--checkpoint", d)
     assert r.returncode == 0, r.stderr
     newest = d / levels(d)[-1]

@@ -123,7 +123,7 @@ def test_killed_run_resumes_to_the_same_counts(tmp_path):
     args = ["check", *KAFKA, "--preset", "tiny", "--json", "--quiet", "--traces-dir", tmp_path / "t"]
     local = doc(kmc(*args))
     proc = subprocess.Popen([sys.executable, "-m", "checker", *map(str, args), "--engine", "spark",
-                             "--spark-partitions", "2", "--checkpoint", ckpt],
+                             "--spark-partitions", "2", "--spark-driver-states", "0", "--checkpoint", ckpt],
                             cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:

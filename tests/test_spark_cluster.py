@@ -89,6 +89,7 @@ def test_a_preset_on_a_standalone_cluster(cluster, tmp_path):
     args = ["check", *KAFKA, "--preset", "no-controller-fencing", "--json", "--quiet"]
     local = doc(kmc(*args, "--traces-dir", tmp_path / "l"))
     r = kmc(*args, "--traces-dir", tmp_path / "s", "--spark-master", url, "--spark-partitions", "2",
+            "--spark-driver-states", "0",
             KMC_SPARK_CONF="spark.executor.memory=512m,spark.executor.cores=1")
     spark = doc(r)
     assert {k: spark[k] for k in SAME} == {k: local[k] for k in SAME}

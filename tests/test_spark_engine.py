@@ -20,7 +20,7 @@ from checker import bfs
 from checker.errors import ModelError, UsageError
 from checker.model import always, sometimes
 from checker.result import DEADLOCK, OK
-from checker.spark import check as spark_check
+from checker.spark import check
 from tests.spark_support import same, spark_module, summary
 from tests.test_bfs import Flaky, SetActions
 from tests.toys import Chain, DieHard, Glitch, Graph, Grid, Raising, SetState, Unbounded, Vacuous
@@ -28,6 +28,12 @@ from tests.toys import Chain, DieHard, Glitch, Graph, Grid, Raising, SetState, U
 pytestmark = pytest.mark.spark
 
 sc = spark_module("local[2]", 2)
+
+
+def spark_check(model, **kwargs):
+    """Every level on the partitions (driver_states=0) unless a test says otherwise."""
+    kwargs.setdefault("driver_states", 0)
+    return check(model, **kwargs)
 
 
 # -- the same answers ------------------------------------------------------------------
@@ -242,3 +248,35 @@ def test_visited_set_costs_a_few_bytes_per_state(sc):
     assert r.verdict == OK and r.stats.distinct == 16
     assert r.engine["visited_bytes_per_state"] <= 32
     assert r.engine["partitions"] == 2 and len(r.engine["levels"]) == 8
+
+
+# -- the narrow first levels on the driver ---------------------------------------------------
+
+@pytest.mark.parametrize("driver_states", [1, 3, 100])
+@pytest.mark.parametrize("make, kwargs", [
+    (lambda: Grid(4, 3), {}), (lambda: DieHard(solve=True), {}), (lambda: DieHard(solve=True), {"keep_going": True}),
+    (lambda: Glitch(5, 3), {}), (lambda: Chain(3), {}), (lambda: Grid(4, 3), {"max_states": 9}),
+    (lambda: Grid(3), {"max_depth": 3}), (lambda: Vacuous(2), {}),
+], ids=["grid-sum", "diehard-solve", "diehard-keep-going", "glitch-step", "chain-deadlock", "max-states",
+        "max-depth", "vacuous"])
+def test_driver_levels_change_no_answer(sc, make, kwargs, driver_states):
+    """Levels of at most ``driver_states`` states run on the driver with the search
+    core, the rest on the partitions: a search that stops in either part, or hands
+    over with violations already found, gives the local engine's answers."""
+    local, spark = same(make(), sc, driver_states=driver_states, **kwargs)
+    frontiers = [lv["frontier"] for lv in spark.engine["levels"]]
+    narrow = next((i for i, f in enumerate(frontiers) if f > driver_states), len(frontiers))
+    assert spark.engine["driver_levels"] == narrow
+    assert all(lv.get("driver") for lv in spark.engine["levels"][:narrow])
+    assert not any(lv.get("driver") for lv in spark.engine["levels"][narrow:])
+
+
+def test_driver_levels_hand_over_mid_search(sc):
+    """Grid(3)'s levels hold 1, 2, 3, 4, 3, 2, 1 states: with driver_states=2 the first
+    two run on the driver, the rest on Spark, and the progress lines go on."""
+    out = io.StringIO()
+    local = bfs.check(Grid(3))
+    r = check(Grid(3), sc=sc, progress=out, driver_states=2)
+    assert summary(r) == summary(local)
+    assert [lv.get("driver", False) for lv in r.engine["levels"]] == [True, True] + [False] * 5
+    assert [line.split()[1] for line in out.getvalue().splitlines()] == [f"level={d}" for d in range(7)]

@@ -63,7 +63,7 @@ def _log_of(line: str) -> Path:
 
 def _spark_run(tmp_path: Path, *args, **extra) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "checker", "check", *map(str, args), "--engine", "spark",
-                             "--spark-partitions", "2", "--quiet", "--traces-dir", str(tmp_path / "t")],
+                             "--spark-partitions", "2", "--spark-driver-states", "0", "--quiet", "--traces-dir", str(tmp_path / "t")],
                             cwd=ROOT, env=env(KMC_SPARK_LOG=str(tmp_path / "spark.log"), **extra),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 

@@ -26,3 +26,12 @@ def test_toys_with_three_partitions(sc):
     same(DieHard(solve=True), sc, partitions=3, keep_going=True)
     same(Grid(3), sc, partitions=3, max_states=7)
     same(Glitch(5, 3), sc, partitions=3)
+
+
+@pytest.mark.parametrize("preset, driver_states, kwargs", [
+    ("tiny", 100, {}), ("unclean", 10, {"keep_going": True}), ("tiny", 50, {"max_states": 700}),
+])
+def test_kafka_with_driver_levels(sc, preset, driver_states, kwargs):
+    """The first levels on the driver, the rest on Spark: the same answers."""
+    local, spark = same(FAMILY.build(resolve(FAMILY, preset, {})), sc, driver_states=driver_states, **kwargs)
+    assert 0 < spark.engine["driver_levels"] < len(spark.engine["levels"])

@@ -27,8 +27,10 @@ number of partitions or executors.  How:
 - Counterexamples are rebuilt from the parent links (a few look-ups, on the
   partitions that hold them), then re-derived by replaying the model on the
   driver, fingerprint by fingerprint, like the local engine does.
-- The initial states are handled on the driver by checker.bfs's own code; the
-  contract checks and every error message come from checker.bfs too.
+- The initial states, and the first levels while they hold at most
+  ``driver_states`` states, are expanded on the driver by the search core
+  (checker.search) itself; the contract checks and every error message come from
+  the core too.
 
 A model error found on an executor is re-derived on the driver (the state is
 rebuilt from the parent links and the failing call made again) so that it is
@@ -37,6 +39,7 @@ raised with its original exception chained, as the local engine raises it.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
@@ -63,6 +66,7 @@ from checker.spark.tasks import KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH
 __all__ = ["check", "SparkCheckResult"]
 
 _PACK = struct.Struct(">H").pack
+DRIVER_STATES = 2000   # levels up to this many states run on the driver (see _Run._initial)
 DEADLOCK_MESSAGE = "no action is enabled in the last state and model.is_terminal() is False"
 
 
@@ -95,6 +99,7 @@ def check(
     checkpoint: str | None = None,
     resume: str | None = None,
     settings: Settings | None = None,
+    driver_states: int = DRIVER_STATES,
 ) -> SparkCheckResult:
     """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
 
@@ -105,7 +110,9 @@ def check(
     level is saved; ``resume``: a directory written by ``checkpoint`` to go on from
     (the resumed run goes on saving there unless ``checkpoint`` names another).
     ``settings`` (a :class:`checker.search.Settings`, the local engine's), when
-    given, replaces the keyword bounds.
+    given, replaces the keyword bounds; ``driver_states``: the first levels are
+    expanded on the driver by the search core until one holds more than that many
+    states (0: every level on Spark).  The answers are the same either way.
     """
     if settings is not None:
         max_depth, max_states, keep_going = settings.max_depth, settings.max_states, settings.keep_going
@@ -117,8 +124,11 @@ def check(
         raise UsageError(f"max_states must be a positive integer, not {max_states!r}")
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise UsageError(f"partitions must be a positive integer, not {partitions!r}")
+    if isinstance(driver_states, bool) or not isinstance(driver_states, int) or driver_states < 0:
+        raise UsageError(f"driver_states must be a non-negative integer, not {driver_states!r}")
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
+    run.driver_states = driver_states
     return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
@@ -162,6 +172,7 @@ class _Run:
                                                        check_deadlock=check_deadlock, progress_interval=interval))
         self.index = {p.name: i for i, p in enumerate(props)}
         self.fp = fingerprint_fn(model)
+        self.driver_states = DRIVER_STATES
         self.levels: list[dict] = []
         self.job_seconds = 0.0
         self.exec_rss = 0
@@ -253,9 +264,15 @@ class _Run:
             self.L = L
         return self._finish()
 
-    # -- the initial states (checker.bfs's own code) -----------------------------------
+    # -- the first levels, on the driver (the search core) --------------------------------
 
     def _initial(self):
+        """The initial states, then every level of at most ``driver_states`` states,
+        expanded on the driver by the search core itself (checker.search): a Spark
+        job costs a few tenths of a second whatever its size, the core a tenth of a
+        millisecond per state.  The first wider level goes to the partitions, with
+        the visited set, the parent links and the order keys the core's run implies.
+        A search that ends (or stops) within those levels is the core's own."""
         s = self.search
         self.level = 0
         self.stored_at_level = sys.maxsize
@@ -265,45 +282,97 @@ class _Run:
         self.new_counts: dict[str, int] | None = {}
         self.generated = 0
         self.sample_left = SAMPLE_SIZE
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()    # as checker.search.Search.run does
         try:
             frontier = s.initial()
+            if self.driver_states:
+                s.explore(frontier, handoff=self.driver_states)
+                frontier = s.handoff or []
         except StopSearch:
-            self.cut, self.stopped = s.cut, s.stopped
-            self.distinct = len(s.visited)
-            self.found = list(s.found)
-            self.witnesses = dict(s.witnesses)
-            self.L = None
+            frontier = None
+        finally:
+            if collecting:
+                gc.enable()
+        self._adopt(s)
+        if not frontier:
+            # The search ended on the driver: its parent links are the core's.
             self._init_links = dict(s.visited)
+            self.L = None
             self.frontier_size = 0
             return None
+        self._init_links = None
+        L = self._parts(s.visited, frontier)
+        if self.checkpoint:
+            from checker.spark import checkpoint as ckpt
+            ckpt.save(self.sc, self.checkpoint, L, self._state(), self.level)
+        return L
+
+    def _adopt(self, s: Search) -> None:
+        """The driver's counters from the core's search ``s``."""
+        self.level = s.level
+        self.stored_at_level = s.stored_at_level
         self.distinct = len(s.visited)
+        self.counts = dict(s.counts)
+        self.generated = sum(self.counts.values())
+        if self.enabled_counts is not None:
+            self.enabled_counts, self.new_counts = dict(s.enabled_counts), dict(s.new_counts)
+        self.cut, self.stopped = s.cut, s.stopped
         self.found = list(s.found)
         self.witnesses = dict(s.witnesses)
         self.deadlock_found = DEADLOCK in s.found_names
         self.active_props = [self.index[name] for name, _ in s.state_checks]
         self.active_steps = [self.index[name] for name, _ in s.step_checks]
         self.active_wits = [self.index[name] for name, _ in s.wit_checks]
-        self._init_links = None
+        self.sample_left = s.sample_left
+        for lv in s.levels:
+            self.levels.append({"level": lv["level"], "frontier": lv["frontier"], "new": lv["new"],
+                                "distinct": lv["distinct"], "seconds": round(lv["seconds"], 4), "job_seconds": 0.0,
+                                "task_cpu": (0.0, 0.0), "driver": True})
+            self._progress_line(lv["level"], lv["frontier"], lv["new"], lv["distinct"], lv["seconds"])
+
+    def _parts(self, visited: dict, frontier: list):
+        """The partitions' RDD from the core's visited map and the level to expand
+        next (``(fp, state)`` in BFS order): each partition's visited set and parent
+        links, and its part of the frontier with the states' order keys (their paths
+        of action indices, read back from the parent links)."""
+        keys: dict[int, bytes] = {}
+
+        def key(h: int) -> bytes:
+            k = keys.get(h)
+            if k is None:
+                par, i = visited[h]
+                if i > tasks.MAX_INDEX:
+                    raise ModelError(f"a state has more than {tasks.MAX_INDEX} enabled actions (or initial "
+                                     f"states); the Spark engine numbers them with 16 bits: use --engine local")
+                k = keys[h] = _PACK(i) if par is None else key(par) + _PACK(i)
+            return k
+
         n = self.n
-        per = [[] for _ in range(n)]
+        count = len(visited)
+        v_all = np.fromiter(visited.keys(), dtype=np.int64, count=count)
+        p_all = np.fromiter((h if p is None else p for h, (p, _) in visited.items()), dtype=np.int64, count=count)
+        a_all = np.fromiter((i for _, i in visited.values()), dtype=np.int64, count=count)
+        if count and int(a_all.max()) > tasks.MAX_INDEX:
+            key(int(v_all[int(a_all.argmax())]))    # raises
+        a_all = a_all.astype(np.uint16)
+        owner = v_all % n
+        per: list[list] = [[] for _ in range(n)]
         for h, st in frontier:
-            per[h % n].append((h, s.visited[h][1], st))
+            per[h % n].append((h, key(h), st))
         records = []
         for p in range(n):
+            mine = np.flatnonzero(owner == p)
+            order = mine[np.argsort(v_all[mine], kind="stable")]
             rows = per[p]
             f_fp = np.array([r[0] for r in rows], dtype=np.int64)
-            keys = b"".join(_PACK(r[1]) for r in rows)
-            order = np.argsort(f_fp, kind="stable")
-            v_fp = f_fp[order]
-            v_act = np.array([r[1] for r in rows], dtype=np.uint16)[order]
-            records.append((p, tasks.make_part(v_fp, v_fp.copy(), v_act, f_fp, keys, [r[2] for r in rows])))
+            records.append((p, tasks.make_part(v_all[order], p_all[order], a_all[order], f_fp,
+                                               b"".join(r[1] for r in rows), [r[2] for r in rows])))
         self.frontier_size = len(frontier)
         L = self.sc.parallelize(records, n).partitionBy(n, ident)
         L = self._keep(L)
         _job(L._jrdd.count)
-        if self.checkpoint:
-            from checker.spark import checkpoint as ckpt
-            ckpt.save(self.sc, self.checkpoint, L, self._state(), 0)
         return L
 
     # -- one level -------------------------------------------------------------------
@@ -482,17 +551,19 @@ class _Run:
                     acc[k] = acc.get(k, 0) + v
 
     def _level_done(self, d: int, frontier: int, new: int, t0: float) -> None:
-        now = time.perf_counter()
-        secs = now - t0
-        elapsed = self.prior_seconds + now - self.start
+        secs = time.perf_counter() - t0
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
                             "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4),
                             "task_cpu": self.level_cpu})
         self.job_seconds = 0.0
         self.level_cpu = (0.0, 0.0)
+        self._progress_line(d, frontier, new, self.distinct, secs)
+
+    def _progress_line(self, d: int, frontier: int, new: int, distinct: int, secs: float) -> None:
         if self.progress is not None:
-            rate = self.distinct / elapsed if elapsed > 0 else 0.0
-            self._say(f"progress: level={d} frontier={frontier} new={new} distinct={self.distinct} "
+            elapsed = self.prior_seconds + time.perf_counter() - self.start
+            rate = distinct / elapsed if elapsed > 0 else 0.0
+            self._say(f"progress: level={d} frontier={frontier} new={new} distinct={distinct} "
                       f"states/s={rate:.0f} level_seconds={secs:.2f} elapsed={elapsed:.1f}s")
 
     def _say(self, line: str) -> None:
@@ -674,6 +745,7 @@ class _Run:
             "partitions": self.n,
             "startup_seconds": round(self.startup, 3),
             "levels": self.levels,
+            "driver_levels": sum(1 for lv in self.levels if lv.get("driver")),
             "executor_peak_rss_bytes": self.exec_rss,
             "executor_cpu_seconds": round(self.exec_cpu, 3),
             "visited_bytes": self.visited_bytes,

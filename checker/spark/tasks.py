@@ -37,7 +37,11 @@ engine).  A few dict increments per state and one ``bincount`` per partition and
 level; the driver adds them up level by level.
 
 A state is pickled once, where it is generated, and unpickled once, where it is
-expanded; the destination only selects.  That is why state properties and
+expanded; the destination only selects.  The tasks turn the cyclic garbage
+collector off while they run (as checker.search does around a search): what a
+task builds dies by reference counting or is returned, and unpickling a level
+with the collector on costs about seven times as much (a collection every few
+hundred new tuples, each walking the worker's heap).  That is why state properties and
 witnesses are evaluated at the source, on every successor: the destination then
 keeps the outcomes of the states that turn out to be new.
 
@@ -64,6 +68,7 @@ Events (``stats`` of every task, gathered by the driver):
 
 from __future__ import annotations
 
+import gc
 import pickle
 import resource
 import struct
@@ -77,7 +82,7 @@ from pyspark.accumulators import AccumulatorParam
 
 from checker.errors import ModelError
 from checker.model import Model
-from checker.search import Search, Settings
+from checker.search import RECENT_LIMIT, Search, Settings
 
 TAG_PART = 0
 TAG_CAND = 1
@@ -152,6 +157,9 @@ class Context:
         t = type(model)
         self.within = None if getattr(t, "within_boundary", None) is Model.within_boundary else model.within_boundary
         self.encode = None if getattr(t, "encode", None) is Model.encode else model.encode
+        # Successors met recently, by value, with their fingerprints (checker.search's
+        # cache, Model.equal_states_encode_equally); kept across the levels of a run.
+        self.recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
 
 
 _CONTEXTS: dict[str, Context] = {}
@@ -218,20 +226,29 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     emit nothing), boundary (bool: the level at max_depth, nothing is expanded),
     acting_after (boundary: report the first state with actions after this key)."""
     cpu = time.process_time()
-    ctx = context(params["token"], payload)
-    part = _part_of(records, pid)
-    level = params["level"]
-    stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "enabled": {}, "dead": None, "steps": {}, "errors": {},
-                             "acting": None, "acting_after": None, "sample_left": params.get("sample", 0),
-                             "level": level}
-    out: list = []
-    if part is not None and len(part[4]):
-        _expand_states(ctx, params, part, stats, out)
-    if params.get("bound") is not None or params.get("boundary"):
-        stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
-        acc.add({("expand", level, pid): stats})
-        return iter(())
-    return _buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64, stats, acc, cpu)
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()   # see the module docstring
+    try:
+        ctx = context(params["token"], payload)
+        part = _part_of(records, pid)
+        level = params["level"]
+        stats: dict[str, Any] = {"frontier": 0, "gen": 0, "acts": {}, "enabled": {},
+                                 "dead": None, "steps": {}, "errors": {},
+                                 "acting": None, "acting_after": None, "sample_left": params.get("sample", 0),
+                                 "level": level}
+        out: list = []
+        if part is not None and len(part[4]):
+            _expand_states(ctx, params, part, stats, out)
+        if params.get("bound") is not None or params.get("boundary"):
+            stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
+            acc.add({("expand", level, pid): stats})
+            return iter(())
+        return iter(list(_buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64, stats,
+                                  acc, cpu)))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list) -> None:
@@ -242,6 +259,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     next_state = model.next_state
     within = ctx.within
     enc = ctx.encode
+    recent = ctx.recent
+    recent_get = recent.get if recent is not None else None
     b2 = blake2b
     from_bytes = int.from_bytes
     pack = _PACK
@@ -365,13 +384,19 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             generated += 1
             if counting:
                 continue
-            try:
-                h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                               "little", signed=True)
-            except Exception as e:  # noqa: BLE001
-                _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
-                                     _message(search.error("encode(state)", t, d1, e, via=a))))
-                break
+            h = None if recent is None else recent_get(t)
+            if h is None:
+                try:
+                    h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                   "little", signed=True)
+                except Exception as e:  # noqa: BLE001
+                    _keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
+                                         _message(search.error("encode(state)", t, d1, e, via=a))))
+                    break
+                if recent is not None:
+                    if len(recent) >= RECENT_LIMIT:
+                        recent.clear()
+                    recent[t] = h
             if step_checks:
                 done = None
                 for chk in step_checks:
@@ -500,6 +525,18 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     smallest key of each fingerprint, drop the visited ones, keep the outcomes of
     the properties on the new states, and make them the next frontier (in key
     order; the states themselves stay pickled as they came)."""
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()   # see the module docstring
+    try:
+        record = _merge(params, pid, records, acc)
+    finally:
+        if collecting:
+            gc.enable()
+    yield record
+
+
+def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
     cpu = time.process_time()
     level = params["level"]
     part = None
@@ -574,7 +611,7 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     stats["frontier_bytes"] = int(new_part[4].nbytes + len(new_part[5]) + sum(len(b) for b in new_part[8]))
     stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
     acc.add({("merge", level, pid): stats})
-    yield (pid, new_part)
+    return (pid, new_part)
 
 
 def _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats) -> None:
