@@ -88,12 +88,12 @@ print(json.dumps({"whole": whole, "model": model_next + model_props, "next": mod
 """
 
 
-def _tree_cpu(pid: int) -> float:
-    """utime + stime of ``pid`` and its live descendants, from /proc (Linux)."""
-    total = 0.0
+def _tree_cpu(pid: int, seen: dict[int, tuple[str, float]]) -> None:
+    """utime + stime of ``pid`` and its live descendants, from /proc (Linux), into
+    ``seen`` (pid -> (command name, the largest CPU seconds read))."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
-    stats: dict[int, float] = {}
+    stats: dict[int, tuple[str, float]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -101,31 +101,37 @@ def _tree_cpu(pid: int) -> float:
             raw = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
+        comm = raw[raw.index("(") + 1:raw.rindex(")")]
         fields = raw[raw.rindex(")") + 2:].split()
         children.setdefault(int(fields[1]), []).append(int(d))
-        stats[int(d)] = (int(fields[11]) + int(fields[12])) / tick
+        stats[int(d)] = (comm, (int(fields[11]) + int(fields[12])) / tick)
     stack = [pid]
     while stack:
         p = stack.pop()
-        total += stats.get(p, 0.0)
+        if p in stats:
+            comm, cpu = stats[p]
+            seen[p] = (comm, max(cpu, seen.get(p, ("", 0.0))[1]))
         stack.extend(children.get(p, ()))
-    return total
+
+
+JVM_CPU: dict[str, float] = {}   # the JVM's share of the last run_tree (from /proc)
 
 
 def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, float, float]:
     """Run ``cmd``; (result, CPU seconds of the whole process tree, wall seconds).
     The tree is sampled every 0.2 s from /proc (processes that end between two
     samples lose their last part) and compared with RUSAGE_CHILDREN (what waited
-    for descendants report); the larger is kept."""
+    for descendants report); the larger is kept.  ``JVM_CPU["last"]``: the CPU
+    seconds of the tree's ``java`` processes as sampled."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, cwd=env.get("KMC_BENCH_CWD"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = 0.0
+    procs: dict[int, tuple[str, float]] = {}
     while p.poll() is None:
         try:
-            seen = max(seen, _tree_cpu(p.pid))
+            _tree_cpu(p.pid, procs)
         except OSError:
             pass
         time.sleep(0.2)
@@ -133,6 +139,8 @@ def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, fl
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    seen = sum(cpu for _, cpu in procs.values())
+    JVM_CPU["last"] = sum(cpu for comm, cpu in procs.values() if comm == "java")
     return subprocess.CompletedProcess(cmd, p.returncode, out, err), max(seen, waited), wall
 
 
@@ -181,11 +189,16 @@ def main() -> None:
     ap.add_argument("--before", default=BEFORE, help=f"the commit whose checker is 'before' (default {BEFORE})")
     ap.add_argument("--spark", action="store_true", help="also run Spark local[1] and local[2]")
     ap.add_argument("--no-before", action="store_true", help="skip the 'before' runs")
+    ap.add_argument("--spark-before", action="store_true", help="also run the 'before' checker on Spark")
+    ap.add_argument("--spark-only", action="store_true", help="only the Spark table")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
     old = None if args.no_before else checker_at(args.before, tmp)
     new_env, old_env = env_with(None), env_with(old)
 
+    if args.spark_only:
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None)
+        return
     print(f"# before = checker/ of {args.before}; after = this tree; {load()}")
     print()
     print("| preset | distinct | before st/CPU-s (search) | after st/CPU-s (search) | × | before kmc check CPU s "
@@ -222,29 +235,89 @@ def main() -> None:
               f"{eng:.2f} | {eng / d['model']:.2f} |", flush=True)
     print(f"\n({load()})\n")
 
-    if not args.spark:
-        return
-    print("| preset | local st/s | local CPU s | local[1] st/s | local[1] tree CPU s | local[2] st/s "
-          "| local[2] tree CPU s | local[1] CPU / local | local[2] CPU / local |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for preset in args.presets:
-        loc, lcpu, lwall = whole_check(preset, new_env)
-        out = [f"`{preset}`", f"{loc['distinct'] / (loc['seconds'] or lwall):,.0f}", f"{lcpu:.1f}"]
-        cpus = []
-        for master, parts in (("local[1]", "1"), ("local[2]", "2")):
-            d, cpu, wall = whole_check(preset, new_env, "--engine", "spark", "--spark-master", master,
-                                       "--spark-partitions", parts)
-            if (d["distinct"], d["verdict"]) != (loc["distinct"], loc["verdict"]):
-                sys.exit(f"benchmark: {preset}: Spark {master} disagrees with the local engine")
-            eng = d.get("engine") or {}
-            secs = d["seconds"] or wall
-            out += [f"{d['distinct'] / secs:,.0f}", f"{cpu:.1f}"]
-            cpus.append(cpu)
-            _ = eng
-        out += [f"{cpus[0] / lcpu:.2f}", f"{cpus[1] / lcpu:.2f}"]
-        print("| " + " | ".join(out) + " |", flush=True)
-    print(f"\n({load()}; Spark st/s are over the search's own seconds, JVM start-up excluded; "
-          f"tree CPU includes the JVM, its start-up and the Python workers)")
+    if args.spark:
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None)
+
+
+# Runs in a subprocess: one safety search (no eventually property: kmc check explores
+# their graph on the driver after a Spark search) on an engine; what it found.
+ENGINE = r"""
+import json, sys
+from checker import bfs
+from checker.config import resolve
+from spec.family import FAMILY
+preset, sets, engine = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+m = FAMILY.build(resolve(FAMILY, preset, sets))
+props = [p for p in m.properties() if p.kind != "eventually"]
+if engine == "local":
+    r = bfs.check(m, properties=props)
+    extra = {}
+else:
+    from checker.spark import check
+    r = check(m, properties=props, master=engine, partitions=int(sys.argv[4]))
+    e = r.engine
+    extra = {"startup": e.get("startup_seconds"), "levels": len(e.get("levels", [])),
+             "driver_levels": e.get("driver_levels", 0), "executor_cpu": e.get("executor_cpu_seconds"),
+             "shipped": sum(lv.get("shipped", 0) for lv in e.get("levels", []))}
+import checker
+print(json.dumps({"distinct": r.stats.distinct, "generated": r.stats.generated, "depth": r.stats.depth,
+                  "verdict": r.verdict, "seconds": r.stats.seconds, "checker": checker.__file__, **extra}))
+"""
+
+
+def config_of(spec: str) -> tuple[str, dict]:
+    """``small`` or ``small:max_records=1,brokers=3``: a preset and its overrides."""
+    preset, _, rest = spec.partition(":")
+    sets = {}
+    for item in filter(None, rest.split(",")):
+        k, _, v = item.partition("=")
+        sets[k] = json.loads(v) if v[:1].isdigit() or v in ("true", "false") else v
+    return preset, sets
+
+
+def engine_run(spec: str, env: dict, engine: str, parts: int = 0) -> tuple[dict, float, float]:
+    preset, sets = config_of(spec)
+    cmd = [sys.executable, "-c", ENGINE, preset, json.dumps(sets), engine, str(parts)]
+    p, cpu, wall = run_tree(cmd, env)
+    if p.returncode:
+        sys.exit(f"benchmark: {spec} on {engine} failed (exit {p.returncode}): {p.stderr.strip()[-600:]}")
+    d = json.loads(p.stdout.strip().splitlines()[-1])
+    if not d["checker"].startswith(env["KMC_BENCH_CWD"]):
+        sys.exit(f"benchmark: the run meant for {env['KMC_BENCH_CWD']} imported {d['checker']}")
+    d["jvm"] = JVM_CPU.get("last", 0.0)
+    return d, cpu, wall
+
+
+def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
+    """Spark local[1] (1 partition) and local[2] (2 partitions) against the local
+    engine on the same safety search: CPU seconds of the whole process tree."""
+    cols = ["configuration", "distinct", "depth", "local CPU s", "local[1] tree CPU s (JVM)", "local[1] / local",
+            "local[2] tree CPU s (JVM)", "local[2] / local", "levels (on the driver)", "shipped / distinct (1; 2)"]
+    if before:
+        cols += ["before: local[1] / local", "before: local[2] / local"]
+    print(f"# Spark against the local engine, whole process tree CPU; {load()}")
+    print("| " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * (len(cols) - 1))
+    for spec in specs:
+        loc, lcpu, _ = engine_run(spec, env, "local")
+        row = [f"`{spec}`", f"{loc['distinct']:,}", str(loc["depth"]), f"{lcpu:.1f}"]
+        ship, lev = [], ""
+        for master, parts in (("local[1]", 1), ("local[2]", 2)):
+            d, cpu, _ = engine_run(spec, env, master, parts)
+            if (d["distinct"], d["generated"], d["depth"], d["verdict"]) != \
+                    (loc["distinct"], loc["generated"], loc["depth"], loc["verdict"]):
+                sys.exit(f"benchmark: {spec}: Spark {master} disagrees with the local engine: {d} vs {loc}")
+            row += [f"{cpu:.1f} ({d['jvm']:.1f})", f"{cpu / lcpu:.2f}"]
+            ship.append(f"{d['shipped'] / max(1, d['distinct']):.2f}")
+            lev = f"{d['levels']} ({d['driver_levels']})"
+        row += [lev, "; ".join(ship)]
+        if before:
+            for master, parts in (("local[1]", 1), ("local[2]", 2)):
+                _, cpu, _ = engine_run(spec, before, master, parts)
+                row.append(f"{cpu / lcpu:.2f}")
+        print("| " + " | ".join(row) + " |", flush=True)
+    print(f"\n({load()}; tree CPU = the driver, the JVM (in brackets, sampled from /proc) and the Python "
+          f"workers, JVM start-up included; the same safety properties on every engine)")
 
 
 if __name__ == "__main__":

@@ -301,12 +301,14 @@ class Search:
 
     # -- the hot loop -------------------------------------------------------------
 
-    def explore(self, frontier: list, handoff: int | None = None) -> None:
-        """Expand ``frontier`` (the initial level) level by level.  ``handoff``:
-        stop before expanding a level of more than that many states, leaving it in
-        ``self.handoff`` (``(fp, state)`` in BFS order) and the successors still
-        to validate in ``self.sample_left``: the Spark engine runs the narrow
-        first levels here and hands the rest to its partitions."""
+    def explore(self, frontier: list, handoff: int | None = None, depth: int = 0) -> None:
+        """Expand ``frontier`` (the level at ``depth``, the initial one by default)
+        level by level.  ``handoff``: stop before expanding a level of more than
+        that many states, leaving it in ``self.handoff`` (``(fp, state)`` in BFS
+        order) and the successors still to validate in ``self.sample_left``: the
+        Spark engine runs its narrow levels here and the wide ones on its
+        partitions (it then sets ``visited``, ``counts``, the active checks and
+        the rest of the bookkeeping before calling this)."""
         model = self.model
         visited = self.visited
         counts = self.counts
@@ -332,11 +334,10 @@ class Search:
         recent_get = recent.get if recent is not None else None
         on_state = visitor.state if visitor is not None else None
         on_edge = visitor.transition if visitor is not None else None
-        sample = SAMPLE_SIZE
+        sample = self.sample_left
         tick = PROGRESS_EVERY
         reporting = self.progress is not None
 
-        depth = 0
         while frontier:
             self.level = depth
             self.stored_at_level = len(visited)

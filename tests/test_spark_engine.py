@@ -261,22 +261,30 @@ def test_visited_set_costs_a_few_bytes_per_state(sc):
         "max-depth", "vacuous"])
 def test_driver_levels_change_no_answer(sc, make, kwargs, driver_states):
     """Levels of at most ``driver_states`` states run on the driver with the search
-    core, the rest on the partitions: a search that stops in either part, or hands
+    core, the others on the partitions: a search that stops in either part, or hands
     over with violations already found, gives the local engine's answers."""
     local, spark = same(make(), sc, driver_states=driver_states, **kwargs)
-    frontiers = [lv["frontier"] for lv in spark.engine["levels"]]
-    narrow = next((i for i, f in enumerate(frontiers) if f > driver_states), len(frontiers))
-    assert spark.engine["driver_levels"] == narrow
-    assert all(lv.get("driver") for lv in spark.engine["levels"][:narrow])
-    assert not any(lv.get("driver") for lv in spark.engine["levels"][narrow:])
+    for lv in spark.engine["levels"]:
+        assert lv.get("driver", False) == (lv["frontier"] <= driver_states), spark.engine["levels"]
 
 
-def test_driver_levels_hand_over_mid_search(sc):
+def test_driver_levels_hand_over_and_take_back(sc):
     """Grid(3)'s levels hold 1, 2, 3, 4, 3, 2, 1 states: with driver_states=2 the first
-    two run on the driver, the rest on Spark, and the progress lines go on."""
+    two and the last two run on the driver, the middle three on Spark, and the
+    progress lines go on."""
     out = io.StringIO()
     local = bfs.check(Grid(3))
     r = check(Grid(3), sc=sc, progress=out, driver_states=2)
     assert summary(r) == summary(local)
-    assert [lv.get("driver", False) for lv in r.engine["levels"]] == [True, True] + [False] * 5
+    assert [lv.get("driver", False) for lv in r.engine["levels"]] == [True, True, False, False, False, True, True]
     assert [line.split()[1] for line in out.getvalue().splitlines()] == [f"level={d}" for d in range(7)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_graphs_with_driver_levels(sc, seed):
+    """Levels narrow and wide in every order: the driver takes narrow levels back
+    from the partitions and hands wide ones over again, with every ordering
+    corner of the random graphs."""
+    rng = random.Random(seed)
+    model, kwargs = random_graph(rng)
+    same(model, sc, driver_states=1 + seed % 2, **kwargs)

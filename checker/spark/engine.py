@@ -157,6 +157,34 @@ def _job(run: Any) -> Any:
         raise RuntimeError(f"a Spark job failed: {why or first[:300]}") from None
 
 
+class _Visited(dict):
+    """The search core's visited map when the driver takes a narrow level back
+    from the partitions (``_Run._narrow``): what the core stores is in the dict, the
+    partitions' states in sorted arrays under it (fingerprint, parent, action
+    index; an initial state is its own parent), read by binary search."""
+
+    def __init__(self, fp, par, act) -> None:
+        super().__init__()
+        self.fp, self.par, self.act = fp, par, act
+
+    def _at(self, h: int) -> int:
+        i = int(np.searchsorted(self.fp, h))
+        return i if i < len(self.fp) and int(self.fp[i]) == h else -1
+
+    def __contains__(self, h) -> bool:
+        return dict.__contains__(self, h) or self._at(h) >= 0
+
+    def __missing__(self, h: int) -> tuple:
+        i = self._at(h)
+        if i < 0:
+            raise KeyError(h)
+        p = int(self.par[i])
+        return (None if p == h else p, int(self.act[i]))
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self.fp)
+
+
 class _Run:
     def __init__(self, model, props, max_depth, max_states, keep_going, check_deadlock, progress, interval):
         self.model = model
@@ -178,6 +206,7 @@ class _Run:
         self.exec_rss = 0
         self.exec_cpu = 0.0
         self.level_cpu = (0.0, 0.0)
+        self.shipped = 0
         self.visited_bytes = 0
         self.visited_count = 0
         self.frontier_bytes = 0
@@ -206,6 +235,7 @@ class _Run:
         self.n = partitions or (ckpt.partitions_of(sc, resume) if resume else None) or max(1, sc.defaultParallelism)
         self.token = uuid.uuid4().hex
         self.bc = sc.broadcast(payload)
+        self.known_bcs: list = []      # the visited fingerprints, one broadcast per level (tasks.Context)
         self.rdds: list = []
         try:
             return self._execute(checkpoint, resume)
@@ -215,10 +245,11 @@ class _Run:
                     r.unpersist()
                 except Exception:  # noqa: BLE001
                     pass
-            try:
-                self.bc.destroy()
-            except Exception:  # noqa: BLE001
-                pass
+            for b in [self.bc] + self.known_bcs:
+                try:
+                    b.destroy()
+                except Exception:  # noqa: BLE001
+                    pass
             if created:
                 try:
                     sc.stop()
@@ -237,6 +268,8 @@ class _Run:
             L, state = ckpt.load(self.sc, resume, self.n, self._identity())
             self._restore(state)
             L = self._keep(L)
+            self._publish(np.concatenate([np.zeros(0, dtype=np.int64)] +
+                                         _job(L.mapPartitions(tasks.visited_fps).collect)))
             self._say(f"resumed from {resume}: level {self.level} done, {self.distinct} distinct states")
         else:
             L = self._initial()
@@ -260,6 +293,10 @@ class _Run:
                 # Named by the number of levels expanded, so a new checkpoint never
                 # replaces the last complete one.
                 ckpt.save(self.sc, self.checkpoint, L, self._state(), d + 1)
+            if 0 < self.frontier_size <= self.driver_states:
+                L = self._narrow(L)
+                if L is None:
+                    break
         if self.L is None:
             self.L = L
         return self._finish()
@@ -309,6 +346,60 @@ class _Run:
             ckpt.save(self.sc, self.checkpoint, L, self._state(), self.level)
         return L
 
+    def _narrow(self, L):
+        """A level of at most ``driver_states`` states after wide ones: the driver
+        takes the visited set, the parent links and the frontier back from the
+        partitions and its search core goes on from this level, until the search
+        ends (None) or a level is wide again (the partitions' new RDD).  The core
+        visits the frontier in key order, i.e. in the local engine's order, so it
+        meets every event where the local engine does."""
+        parts = [v for _, v in _job(L.collect)]
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            v_fp = np.concatenate([p[1] for p in parts])
+            order = np.argsort(v_fp, kind="stable")
+            visited = _Visited(v_fp[order], np.concatenate([p[2] for p in parts])[order],
+                               np.concatenate([p[3] for p in parts])[order])
+            rows = []
+            for p in parts:
+                if len(p[4]):
+                    kl = len(p[5]) // len(p[4])
+                    rows += [(p[5][j * kl:(j + 1) * kl], h, st)
+                             for j, (h, st) in enumerate(zip(p[4].tolist(), tasks.frontier_states(p)))]
+            rows.sort(key=lambda r: r[0])
+            s = Search(self.model, self.props, self.search.settings)
+            s.visited = visited
+            s.counts = dict(self.counts)
+            if self.enabled_counts is not None:
+                s.enabled_counts, s.new_counts = dict(self.enabled_counts), dict(self.new_counts)
+            s.found = list(self.found)
+            s.found_names = {r[0] for r in self.found}
+            s.witnesses = dict(self.witnesses)
+            s.state_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_props]
+            s.step_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_steps]
+            s.wit_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_wits]
+            s.sample_left = self.sample_left
+            try:
+                s.explore([(h, st) for _, h, st in rows], handoff=self.driver_states, depth=self.level)
+            except StopSearch:
+                pass
+        finally:
+            if collecting:
+                gc.enable()
+        self._adopt(s)
+        self.L = L
+        if s.handoff:
+            self._init_links = None
+            self.L = None
+            L2 = self._parts(visited, s.handoff)
+            self._drop(L)
+            return L2
+        self._init_links = visited
+        self.frontier_size = 0
+        return None
+
     def _adopt(self, s: Search) -> None:
         """The driver's counters from the core's search ``s``."""
         self.level = s.level
@@ -350,13 +441,17 @@ class _Run:
             return k
 
         n = self.n
-        count = len(visited)
+        count = dict.__len__(visited)
         v_all = np.fromiter(visited.keys(), dtype=np.int64, count=count)
         p_all = np.fromiter((h if p is None else p for h, (p, _) in visited.items()), dtype=np.int64, count=count)
         a_all = np.fromiter((i for _, i in visited.values()), dtype=np.int64, count=count)
         if count and int(a_all.max()) > tasks.MAX_INDEX:
             key(int(v_all[int(a_all.argmax())]))    # raises
         a_all = a_all.astype(np.uint16)
+        if isinstance(visited, _Visited):   # back from _narrow: the partitions' states too
+            v_all = np.concatenate([visited.fp, v_all])
+            p_all = np.concatenate([visited.par, p_all])
+            a_all = np.concatenate([visited.act, a_all])
         owner = v_all % n
         per: list[list] = [[] for _ in range(n)]
         for h, st in frontier:
@@ -370,6 +465,7 @@ class _Run:
             records.append((p, tasks.make_part(v_all[order], p_all[order], a_all[order], f_fp,
                                                b"".join(r[1] for r in rows), [r[2] for r in rows])))
         self.frontier_size = len(frontier)
+        self._publish(v_all)
         L = self.sc.parallelize(records, n).partitionBy(n, ident)
         L = self._keep(L)
         _job(L._jrdd.count)
@@ -388,6 +484,12 @@ class _Run:
         }
         p.update(extra)
         return p
+
+    def _publish(self, fps) -> None:
+        """Broadcast the fingerprints of states just visited, so that the next
+        levels drop a successor among them before it is shipped (tasks.Context)."""
+        if len(fps):
+            self.known_bcs.append(self.sc.broadcast(fps))
 
     def _keep(self, rdd):
         from pyspark import StorageLevel
@@ -413,7 +515,7 @@ class _Run:
         t0 = time.perf_counter()
         d = self.level
         n = self.n
-        params = self._params()
+        params = self._params(known=tuple(enumerate(self.known_bcs)))
         acc = self._accumulator()
         shuffled = L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc)).partitionBy(n, ident)
         union = L.union(shuffled)
@@ -512,6 +614,7 @@ class _Run:
 
         self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.visited_count = sum(m["visited"] for m in mg)
+        self.shipped = sum(m["received"] for m in mg)
         if stop is not None:
             gen, counts, new, enabled, new_by = self._count_until(L, L2, stop)
             self._add_counts(gen, counts)
@@ -530,6 +633,7 @@ class _Run:
         self._add_coverage([e["enabled"] for e in ex], [m["newacts"] for m in mg])
         self.distinct += new_total
         self.frontier_size = new_total
+        self._publish(np.concatenate([m["new_fps"] for m in mg]))
         self.frontier_bytes = sum(m["frontier_bytes"] for m in mg)
         self._level_done(d, sum(e["frontier"] for e in ex), new_total, t0)
         return L2
@@ -554,7 +658,8 @@ class _Run:
         secs = time.perf_counter() - t0
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
                             "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4),
-                            "task_cpu": self.level_cpu})
+                            "task_cpu": self.level_cpu, "shipped": self.shipped})
+        self.shipped = 0
         self.job_seconds = 0.0
         self.level_cpu = (0.0, 0.0)
         self._progress_line(d, frontier, new, self.distinct, secs)

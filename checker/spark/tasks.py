@@ -91,6 +91,7 @@ MAX_INDEX = 0xFFFF
 _PACK = struct.Struct(">H").pack
 _PACKED = [_PACK(i) for i in range(256)]
 PICKLE = pickle.HIGHEST_PROTOCOL
+KNOWN_LIMIT = 1 << 23   # visited fingerprints a worker keeps to filter successors (about 0.6 GB)
 
 # Event phases inside one key (see the module docstring).  State-level keys:
 # within_boundary/actions and their checks, then the deadlock check.  Transition
@@ -160,6 +161,22 @@ class Context:
         # Successors met recently, by value, with their fingerprints (checker.search's
         # cache, Model.equal_states_encode_equally); kept across the levels of a run.
         self.recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
+        self.known: set[int] = set()
+        self.known_ids: set[int] = set()
+
+    def visited_before(self, published: tuple) -> set | None:
+        """The fingerprints of every state visited before this level, as the driver
+        publishes them (one broadcast of the new states per level), read once per
+        worker process: a successor among them is dropped before it is shipped.
+        None when nothing was published; a worker stops adding past KNOWN_LIMIT
+        (the successors are then shipped and dropped on arrival, as before)."""
+        for i, bc in published:     # (number in this run, Broadcast)
+            if i not in self.known_ids:
+                self.known_ids.add(i)
+                value = bc.value
+                if len(self.known) + len(value) <= KNOWN_LIMIT:
+                    self.known.update(value.tolist())
+        return self.known if self.known else None
 
 
 _CONTEXTS: dict[str, Context] = {}
@@ -260,6 +277,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     within = ctx.within
     enc = ctx.encode
     recent = ctx.recent
+    known = ctx.visited_before(params.get("known", ()))
     recent_get = recent.get if recent is not None else None
     b2 = blake2b
     from_bytes = int.from_bytes
@@ -416,6 +434,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if h in seen:
                 continue
             add_seen(h)
+            if known is not None and h in known:
+                continue    # visited at an earlier level: the destination would drop it
             if prop_checks:
                 # Fast path, as in checker.bfs: nothing reached, nothing fails, nothing
                 # raises.  Otherwise every predicate is evaluated on its own.
@@ -577,6 +597,8 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         sel = EMPTY_I64
 
     stats["new"] = len(sel)
+    stats["received"] = len(fps) if blobs else 0
+    stats["new_fps"] = fps[sel] if len(sel) else EMPTY_I64
     if len(sel):
         # The action name of each new state, in one table for the partition: the
         # sources' tables are small (one entry per action name), the arrays are numpy.
@@ -669,6 +691,13 @@ def frontier_keys(records) -> Any:
         raw = v[5]
         for j in range(len(v[4])):
             yield raw[j * kl:(j + 1) * kl]
+
+
+def visited_fps(records) -> Any:
+    """The visited fingerprints of a partition (one array)."""
+    for _, v in records:
+        if v[0] == TAG_PART:
+            yield v[1]
 
 
 def lookup(fps: frozenset, records) -> Any:
