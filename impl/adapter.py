@@ -18,6 +18,7 @@ RegisterBroker(b)          ``register(b)``: /brokers/ids/<b> in the new session 
 Resign(b)                  ``resign(b)``: onControllerResignation                      same
 ShutdownBroker(b)          ``crash(b)`` once ``may_stop_after_controlled_shutdown``     the broker's wait for the controller's
                                                                                         answer is the enabling condition
+DeleteController()         ``delete_controller()``: an operator's rmr /controller      same
 DeleteTopic()              ``Admin.delete_topic(t)`` (kafka-topics --delete): writes   same
                            /admin/delete_topics/t
 ElectController(b)         ``elect_controller(b)``: create /controller, bump the        Kafka's whole onControllerFailover
@@ -40,12 +41,19 @@ DeliverLeaderAndIsr(b,..)  ``deliver(b, request)``: the one queued request with 
                            these fields                                                 here one partition per request
 DeliverStopReplica(b, ..)  ``deliver(b, request)``; its response reaches the           response in the same step
                            controller at once
+DeliverUpdateMetadata      ``deliver(b, request)`` (metadata_cache): the broker's       Kafka batches partitions per request;
+(b, p, ..)                 MetadataCache takes the leader; it waits for the            here one partition per request
+                           LeaderAndIsr and older UpdateMetadata its controller
+                           sent the broker for the partition (FIFO channel)
 ShrinkIsr(l, p, r)         ``shrink_isr(l, tp, r)``: the replica-lag timer fires       same
 ExpandIsr(l, p, r)         data path: ``expand_isr(l, tp, r)`` (the leader checks      Kafka expands while it handles a
                            what r's fetches told it); without a data path first        fetch; without a data path the
                            ``truncate(r, tp)`` if needed and ``fetch(r, tp)``,         model has no fetch, so the step is
                            then ``expand_isr``                                          r's fetch round and the expansion
 Produce(l, p, acks)        ``produce(l, tp, acks)``; NotEnoughReplicas changes         same
+                           nothing.  With metadata_cache, enabled iff a running
+                           broker's MetadataCache names l (the producer's metadata
+                           request) and l runs; NOT_LEADER_FOR_PARTITION changes
                            nothing
 Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once after      Kafka's follower refetches after an
                            OffsetOutOfRange)                                            OffsetOutOfRange in a later round
@@ -91,7 +99,7 @@ from impl.admin import Admin
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
 from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
-from impl.requests import LeaderAndIsrRequest, StopReplicaRequest
+from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 
 TOPIC = "t"
@@ -213,7 +221,10 @@ class KafkaImplementation:
             auto_leader_rebalance_enable=bool(_cfg(config, "preferred_election", True)),
             controller_epoch_check=bool(_cfg(config, "controller_epoch_fencing", True)),
             controller_epoch_zk_check=bool(_cfg(config, "zk_epoch_fencing", True)),
+            send_update_metadata=bool(_cfg(config, "metadata_cache", False)),
         )
+        self.metadata_cache = bool(_cfg(config, "metadata_cache", False))
+        self.controller_deletion = bool(_cfg(config, "controller_deletion", False))
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
         self.budget = FaultBudget(config)
         self.atomic_controller = bool(_cfg(config, "atomic_controller", False))
@@ -261,6 +272,10 @@ class KafkaImplementation:
                     and tuple(req.isr) == tuple(act.get("isr")) and req.zk_version == act.get("version")
                     and tuple(act.get("replicas", req.replicas)) == tuple(req.replicas)):
                 return req
+            if (act.name == "DeliverUpdateMetadata" and isinstance(req, UpdateMetadataRequest)
+                    and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
+                    and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")):
+                return req
             if (act.name == "DeliverStopReplica" and isinstance(req, StopReplicaRequest)
                     and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
                     and act.get("delete", True) == req.delete_partition):
@@ -270,6 +285,26 @@ class KafkaImplementation:
     def _leads(self, b, tp) -> bool:
         rm = self._rm(b)
         return rm is not None and rm.leader_partition(tp) is not None
+
+    def _routed(self, b, tp) -> bool:
+        """A producer's metadata request to some running broker names b as the leader
+        (``KafkaApis.handleTopicMetadataRequest`` answers from the ``MetadataCache``)."""
+        return any(self._rm(x) is not None and self._rm(x).metadata_cache.get(tp) == b for x in range(self.n))
+
+    @staticmethod
+    def _update_metadata_waits(in_flight: list, um: UpdateMetadataRequest) -> bool:
+        """The controller's channel is FIFO and a batch sends LeaderAndIsr before
+        UpdateMetadata: an UpdateMetadata waits for the LeaderAndIsr (leader epoch not
+        newer) and the older UpdateMetadata its controller sent this broker for the
+        partition (spec/broker.py keeps requests in flight as a set and orders these)."""
+        for q in in_flight:
+            if q.topic_partition != um.topic_partition or q.controller_epoch != um.controller_epoch:
+                continue
+            if isinstance(q, LeaderAndIsrRequest) and q.leader_epoch <= um.leader_epoch:
+                return True
+            if isinstance(q, UpdateMetadataRequest) and q.leader_epoch < um.leader_epoch:
+                return True
+        return False
 
     def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
         """The follower's next request (an OffsetsForLeaderEpoch when ``truncating``,
@@ -328,6 +363,8 @@ class KafkaImplementation:
             return bud.controlled_shutdowns > 0
         if name == "DeleteTopic":
             return bud.topic_deletions > 0
+        if name == "DeleteController":
+            return bud.controller_failovers > 0
         if name == "Produce":
             if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
                 return not bud.write_refused
@@ -351,11 +388,13 @@ class KafkaImplementation:
             bud.controlled_shutdowns -= 1
         elif name == "DeleteTopic":
             bud.topic_deletions -= 1
+        elif name == "DeleteController":
+            bud.controller_failovers -= 1
         elif name == "Produce":
             if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
                 bud.write_refused = True
-            else:
-                bud.records -= 1
+            elif self._leads(act.get("leader"), self._tp(act)):
+                bud.records -= 1          # NOT_LEADER_FOR_PARTITION writes nothing
 
     def enabled(self, act) -> bool:
         if self.atomic_controller and act.name in HIDDEN:
@@ -390,6 +429,8 @@ class KafkaImplementation:
             return c.may_stop_after_controlled_shutdown(act.get("broker"))
         if name == "DeleteTopic":
             return c.admin.topic_exists(TOPIC) and TOPIC not in c.admin.get_topic_deletions()
+        if name == "DeleteController":
+            return self.controller_deletion and c.admin.get_controller_id() != NO_LEADER
         if name == "ElectController":
             b = act.get("broker")
             return self._running(b) and c.servers[b].controller.can_elect()
@@ -423,10 +464,12 @@ class KafkaImplementation:
         if name == "CompleteTopicDeletion":
             ctl = self._ctl(act.get("controller"))
             return ctl is not None and TOPIC in ctl.topics_deleted()
-        if name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
+        if name in ("DeliverLeaderAndIsr", "DeliverStopReplica", "DeliverUpdateMetadata"):
             req = self._find_request(act)
             if req is None:
                 return False
+            if isinstance(req, UpdateMetadataRequest):
+                return not self._update_metadata_waits(c.in_flight[act.get("broker")], req)
             if isinstance(req, StopReplicaRequest) and self.reassign_targets:
                 # The controller's channel is FIFO: a StopReplica does not overtake a
                 # LeaderAndIsr its controller sent for that partition (spec/broker.py).
@@ -448,6 +491,9 @@ class KafkaImplementation:
                 return rm.can_expand_isr(tp, r) and self._fetching_from(r, b, tp)
             return self._can_expand_without_data(b, tp, r)
         if name == "Produce":
+            if self.metadata_cache:
+                return c.admin.topic_exists(TOPIC) and self._running(act.get("leader")) and \
+                    self._routed(act.get("leader"), self._tp(act))
             return c.admin.topic_exists(TOPIC) and self._leads(act.get("leader"), self._tp(act))
         if name == "Fetch":
             f, leader, tp = act.get("follower"), act.get("leader"), self._tp(act)
@@ -571,6 +617,8 @@ class KafkaImplementation:
             c.resign(act.get("broker"))
         elif name == "DeleteTopic":
             self.admin.delete_topic(TOPIC)          # kafka-topics --delete
+        elif name == "DeleteController":
+            c.delete_controller()
         elif name == "ElectController":
             c.elect_controller(act.get("broker"))
         elif name in ("BrokerFailure", "BrokerStartup"):
@@ -591,7 +639,7 @@ class KafkaImplementation:
             c.retry_replica_deletion(act.get("controller"), self._tp(act), act.get("replica"))
         elif name == "CompleteTopicDeletion":
             c.complete_topic_deletion(act.get("controller"), TOPIC)
-        elif name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
+        elif name in ("DeliverLeaderAndIsr", "DeliverStopReplica", "DeliverUpdateMetadata"):
             c.deliver(act.get("broker"), self._find_request(act))
         elif name == "ShrinkIsr":
             c.shrink_isr(act.get("leader"), self._tp(act), act.get("replica"))
@@ -604,7 +652,8 @@ class KafkaImplementation:
             c.expand_isr(b, tp, r)
         elif name == "Produce":
             tp = self._tp(act)
-            epoch = self._rm(act.get("leader")).partitions[tp].leader_epoch
+            view = self._rm(act.get("leader")).partitions.get(tp)
+            epoch = view.leader_epoch if view is not None else -1
             err, offset = c.produce(act.get("leader"), tp, act.get("acks"))
             if err == "NONE" and act.get("acks") == "all":
                 self.pending_acks.append((tp, offset, epoch))
@@ -664,6 +713,9 @@ class KafkaImplementation:
             if self.reassign_targets:
                 parts = s.replica_manager.partitions if s is not None else {}
                 d["assigned"] = [list(parts[tp].replicas) if tp in parts else [] for tp in tps]
+            if self.metadata_cache:
+                cache = s.replica_manager.metadata_cache if s is not None else {}
+                d["metadata"] = [cache.get(tp, NO_LEADER) for tp in tps]
             brokers.append(d)
         out = {"zk": observed_zk, "brokers": brokers}
         if self.data_path:
@@ -683,6 +735,9 @@ class KafkaImplementation:
             return {"type": "LeaderAndIsr", "controller_epoch": r.controller_epoch,
                     "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch,
                     "isr": list(r.isr), "version": r.zk_version, "replicas": list(r.replicas)}
+        if isinstance(r, UpdateMetadataRequest):
+            return {"type": "UpdateMetadata", "controller_epoch": r.controller_epoch,
+                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch}
         return {"type": "StopReplica", "controller_epoch": r.controller_epoch,
                 "partition": r.topic_partition.partition, "delete": r.delete_partition}
 

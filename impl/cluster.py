@@ -33,7 +33,7 @@ from __future__ import annotations
 from impl.broker import BrokerDisk, KafkaServer
 from impl.config import BrokerConfig
 from impl.replica_manager import NONE
-from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest
+from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest, UpdateMetadataRequest
 from impl.zk import InMemoryStore
 from impl.zkclient import KafkaZkClient, TopicPartition, create_partition_reassignment
 
@@ -127,6 +127,14 @@ class Cluster:
         self._tick()
         self._send(self.server(b).controller.elect())
 
+    def delete_controller(self) -> None:
+        """An operator deletes /controller while the controller's session lives: the
+        brokers' watches fire; the old controller resigns when it notices
+        (``should_resign``), and every broker may try to create it again."""
+        self._tick()
+        self.admin.delete_controller()
+        self._deliver_watches()
+
     def resign(self, b: int) -> None:
         self._tick()
         self.server(b).controller.resign()
@@ -145,6 +153,8 @@ class Cluster:
             self._deliver_watches()
         elif isinstance(request, StopReplicaRequest):
             self._send(rm.handle_stop_replica(request))
+        elif isinstance(request, UpdateMetadataRequest):
+            rm.handle_update_metadata(request)
         else:
             raise TypeError(f"cannot deliver {request!r}")
 

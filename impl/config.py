@@ -25,6 +25,10 @@ class BrokerConfig:
     min_insync_replicas: int = 1                    # min.insync.replicas (topic default)
     delete_topic_enable: bool = False               # delete.topic.enable
     auto_leader_rebalance_enable: bool = True       # auto.leader.rebalance.enable
+    # The controller sends UpdateMetadata and brokers keep a MetadataCache, which producers
+    # route by.  Off, producers are driven to a broker directly: the scope of the model's
+    # metadata_cache switch (conformance sets it from there).
+    send_update_metadata: bool = False
     # Known-bad variants, for conformance with the model's flags.  Never turn these off
     # in anything but a test: each removes a fence Kafka relies on.
     controller_epoch_check: bool = True             # brokers reject StaleControllerEpoch

@@ -52,6 +52,7 @@ from impl.requests import (
     Send,
     StopReplicaRequest,
     StopReplicaResponse,
+    UpdateMetadataRequest,
 )
 from impl.statechange import StateChangeLogger
 from impl.zkclient import (
@@ -154,12 +155,24 @@ class Controller(ReassignmentSteps):
         self._trace(f"Changed state of replica {replica} for partition {tp} from {current} to {target}")
 
     def _leader_and_isr(self, tp, li: LeaderAndIsr, targets) -> list:
+        """``ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers``: the
+        LeaderAndIsr requests, then an UpdateMetadata for the partition to every live
+        broker (``addUpdateMetadataRequestForBrokers``), in that order."""
         req = LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, tp, li.leader, li.leader_epoch, li.isr,
                                   li.zk_version, self.ctx.assignments[tp])
         for t in targets:
             self._trace(f"Sending become-{'leader' if t == li.leader else 'follower'} LeaderAndIsr request "
                         f"{li} to broker {t} for partition {tp}")
-        return [Send(t, req) for t in targets]
+        return [Send(t, req) for t in targets] + self._update_metadata(tp, li)
+
+    def _update_metadata(self, tp, li: LeaderAndIsr) -> list:
+        """UpdateMetadata for ``tp`` to every broker in the context's live set
+        (``liveOrShuttingDownBrokerIds``), when this broker sends them at all."""
+        if not self.config.send_update_metadata:
+            return []
+        req = UpdateMetadataRequest(self.broker_id, self.ctx.epoch, tp, li.leader, li.leader_epoch)
+        self._trace(f"Sending UpdateMetadata request {li} for partition {tp} to brokers {sorted(self._live())}")
+        return [Send(t, req) for t in sorted(self._live())]
 
     def _live(self) -> set:
         return set(self.ctx.live_broker_epochs)
@@ -279,6 +292,11 @@ class Controller(ReassignmentSteps):
                 self._replica_state(tp, broker, ONLINE_REPLICA)
         epoch = self.zk.broker_epoch(broker)
         ctx.live_broker_epochs[broker] = epoch
+        # sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds): every partition, every
+        # live broker (the new one included), before the new broker's LeaderAndIsr.
+        for tp in sorted(ctx.leadership):
+            if self.zk.topic_exists(tp.topic):
+                out += self._update_metadata(tp, ctx.leadership[tp])
         for tp in ctx.partitions_on(broker):
             if tp in ctx.leadership and ctx.partition_states.get(tp) == ONLINE_PARTITION:
                 out += self._leader_and_isr(tp, ctx.leadership[tp], [broker])
@@ -455,7 +473,8 @@ class Controller(ReassignmentSteps):
         self.zk.delete_isr_change_notifications(sorted(n for n, tps in notes.items() if set(tps) <= {tp}))
         if not self.zk.get_isr_change_notifications(watch=True):
             self.pending.discard(ISR_CHANGE_NOTIFICATION)
-        return []
+        # processUpdateNotifications: sendUpdateMetadataRequest for the partition
+        return self._update_metadata(tp, li) if li is not None else []
 
     # -- controlled shutdown -----------------------------------------------------------------------
     def can_accept_controlled_shutdown(self, broker: int) -> bool:

@@ -36,6 +36,7 @@ from impl.requests import (
     Respond,
     StopReplicaRequest,
     StopReplicaResponse,
+    UpdateMetadataRequest,
 )
 from impl.statechange import StateChangeLogger
 from impl.zkclient import NO_LEADER, KafkaZkClient, TopicPartition
@@ -113,6 +114,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetchers: dict[TopicPartition, FetchState] = {}
+        self.metadata_cache: dict[TopicPartition, int] = {}   # MetadataCache: the leader of each partition
 
     def log(self, tp: TopicPartition) -> Log:
         if tp not in self.logs:
@@ -194,6 +196,20 @@ class ReplicaManager:
         else:
             self.fetchers[p.tp] = FetchState(p.leader, p.leader_epoch, truncating=True)
         self._trace("Follower", f"{p.tp} starts following leader {p.leader} at leader epoch {p.leader_epoch}")
+
+    def handle_update_metadata(self, req: UpdateMetadataRequest) -> str:
+        """``ReplicaManager.maybeUpdateMetadataCache``: a request from an older controller
+        epoch is refused (ControllerMovedException, STALE_CONTROLLER_EPOCH); otherwise
+        ``MetadataCache.updateCache`` takes the partition's leadership as it is, with
+        no leader-epoch check, and the broker remembers the controller epoch."""
+        if self._stale_controller(req.controller_epoch):
+            self._trace("", f"Received UpdateMetadata request from controller {req.controller_id} with epoch "
+                        f"{req.controller_epoch}, older than the latest known controller epoch "
+                        f"{self.controller_epoch}")
+            return STALE_CONTROLLER_EPOCH
+        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
+        self.metadata_cache[req.topic_partition] = req.leader
+        return NONE
 
     def handle_stop_replica(self, req: StopReplicaRequest) -> list:
         tp = req.topic_partition

@@ -33,6 +33,19 @@ class StopReplicaRequest(NamedTuple):
     delete_partition: bool = True
 
 
+class UpdateMetadataRequest(NamedTuple):
+    """One partition's leadership for the broker's ``MetadataCache`` (sent to every
+    live broker with each LeaderAndIsr batch, on failover, broker startup and ISR
+    changes).  Kafka's carries the ISR, the znode version, the replicas and the live
+    brokers as well; the producers' routing reads only the leader."""
+
+    controller_id: int
+    controller_epoch: int
+    topic_partition: TopicPartition
+    leader: int
+    leader_epoch: int
+
+
 class StopReplicaResponse(NamedTuple):
     broker_id: int
     controller_epoch: int

@@ -130,6 +130,13 @@ class KafkaZkClient:
             return NO_LEADER
         return _dec(data)["brokerid"]
 
+    def delete_controller(self) -> None:
+        """An operator's ``rmr /controller``: the znode goes, whoever's session owns it."""
+        try:
+            self.store.delete(self.session, "/controller")
+        except Z.NoNodeError:
+            pass
+
     def controller_owner(self) -> int | None:
         st = self.store.exists(self.session, "/controller")
         return st.ephemeral_owner if st else None

@@ -11,7 +11,7 @@ from checker.model import Action, action
 from spec import datapath
 from spec.state import (
     NO_LEADER, NO_STATE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
-    KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, put,
+    KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, UpdateMetadata, put,
 )
 
 DOCS = {
@@ -21,6 +21,9 @@ DOCS = {
     "DeliverStopReplica": "a broker handles StopReplica: it stops fetching; with delete=true it also deletes "
                           "its replica (log included) and, during topic deletion, the controller that sent it "
                           "records ReplicaDeletionSuccessful",
+    "DeliverUpdateMetadata": "a broker handles UpdateMetadata (metadata_cache only): rejected if its "
+                             "controller epoch is older than the broker has seen; else its metadata cache "
+                             "takes the partition's leader (no leader-epoch check, as Kafka's MetadataCache)",
     "ShrinkIsr": "the leader removes a follower that fell behind or died from the ISR "
                  "(conditional write on the znode version it holds)",
     "ExpandIsr": "the leader adds back a follower that follows it in the current leader epoch",
@@ -35,6 +38,12 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
             # The AR a request carries and StopReplica's delete flag are only arguments
             # when reassignment is configured: without it they are always the static AR
             # and delete=true, and actions (hence traces) keep their earlier spelling.
+            if type(req) is UpdateMetadata:
+                if not _update_metadata_waits(br.inbox, req):
+                    out.append(action("DeliverUpdateMetadata", broker=b, partition=req.partition,
+                                      controller_epoch=req.controller_epoch, leader=req.leader,
+                                      leader_epoch=req.leader_epoch))
+                continue
             if type(req) is LeaderAndIsr:
                 extra = {"replicas": req.replicas} if m.reassign_targets else {}
                 out.append(action("DeliverLeaderAndIsr", broker=b, partition=req.partition,
@@ -59,6 +68,24 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
 # so that every other preset keeps its pinned numbers.
 
 
+def _update_metadata_waits(inbox: tuple, um: UpdateMetadata) -> bool:
+    """The controller's channel to a broker is FIFO (``ControllerChannelManager``: one
+    queue per broker), and a batch sends its LeaderAndIsr requests before its
+    UpdateMetadata.  The model keeps requests in flight as a set, so it orders what
+    matters for the metadata cache: an UpdateMetadata waits for the LeaderAndIsr and
+    the older UpdateMetadata its controller sent for the partition before it (same
+    controller epoch, leader epoch not newer, resp. older).  Between controllers
+    there is no order."""
+    for q in inbox:
+        if q.partition != um.partition or q.controller_epoch != um.controller_epoch:
+            continue
+        if type(q) is LeaderAndIsr and q.leader_epoch <= um.leader_epoch:
+            return True
+        if type(q) is UpdateMetadata and q.leader_epoch < um.leader_epoch:
+            return True
+    return False
+
+
 def _request(m, s: KafkaState, a: Action):
     p = a.get("partition")
     if a.name == "DeliverLeaderAndIsr":
@@ -67,6 +94,8 @@ def _request(m, s: KafkaState, a: Action):
         # spec/symmetry.py, renames it).
         return LeaderAndIsr(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"), a.get("isr"),
                             a.get("version"), a.get("replicas", s.zk.ar[p]))
+    if a.name == "DeliverUpdateMetadata":
+        return UpdateMetadata(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"))
     return StopReplica(a.get("controller_epoch"), p, a.get("delete", True))
 
 
@@ -105,6 +134,19 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
             elif req.leader != NO_LEADER:
                 s = datapath.on_become_follower(m, s, b, req.partition, current.leader)
         return s
+    return s._replace(brokers=put(s.brokers, b, br))
+
+
+def deliver_update_metadata(m, s: KafkaState, a: Action) -> KafkaState:
+    """``KafkaApis.handleUpdateMetadataRequest`` -> ``ReplicaManager.maybeUpdateMetadataCache``:
+    a request from an older controller epoch than the broker has seen is refused
+    (STALE_CONTROLLER_EPOCH, with ``controller_epoch_fencing``); otherwise
+    ``MetadataCache.updateCache`` takes the partition's state as it is, with no
+    leader-epoch check, and the broker remembers the controller epoch."""
+    b, req, br, fenced = _receive(m, s, a)
+    if not fenced:
+        br = br._replace(controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
+                         metadata=put(br.metadata, req.partition, req.leader))
     return s._replace(brokers=put(s.brokers, b, br))
 
 
@@ -203,6 +245,7 @@ ENABLED = (deliver_enabled, isr_change_enabled)
 APPLY = {
     "DeliverLeaderAndIsr": deliver_leader_and_isr,
     "DeliverStopReplica": deliver_stop_replica,
+    "DeliverUpdateMetadata": deliver_update_metadata,
     "ShrinkIsr": shrink_isr,
     "ExpandIsr": expand_isr,
 }

@@ -22,6 +22,7 @@ class KafkaConfig:
     atomic_controller: bool = False         # the controller reacts within the step of each event (spec/atomic.py)
     min_insync_replicas: int = 1            # min.insync.replicas for acks=all
     producer_acks: str = "all"              # all | 1 | 0 | both
+    metadata_cache: bool = False            # UpdateMetadata and the brokers' MetadataCache; producers route by it
     # fault bounds (healing is never bounded):
     max_crashes: int = 1
     max_session_expiries: int = 1
@@ -30,6 +31,8 @@ class KafkaConfig:
     max_unclean_elections: int = 1
     max_controlled_shutdowns: int = 0
     max_topic_deletions: int = 0
+    check_availability: bool = False        # also check EventuallyAvailable (spec/liveness.py)
+    controller_deletion: bool = False       # an operator may delete /controller (bounded by max_controller_failovers)
     # partition reassignment (issue 4; off when empty):
     reassignments: str = ""                 # admin requests in order, ";"-separated: "P:r,r,..." or "r,r,..." (P=0)
 

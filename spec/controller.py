@@ -18,7 +18,8 @@ from spec.state import (
     NEW_PARTITION, NEW_REPLICA, NO_LEADER, NO_STATE, NO_VERSION, NON_EXISTENT_PARTITION,
     NON_EXISTENT_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
-    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, add_request, put,
+    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, UpdateMetadata, add_request,
+    put,
 )
 from spec.statemachines import legal_partition, legal_replica
 
@@ -56,14 +57,35 @@ def _live(ctx: ControllerContext) -> tuple:
     return tuple(x > 0 for x in ctx.live)
 
 
-def _send_leader_and_isr(s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple) -> KafkaState:
+def _send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple,
+                         live: tuple) -> KafkaState:
     """LeaderAndIsr for partition p to each target broker; ``replicas`` is the AR the
-    controller knows (its cache), which the brokers adopt with the leadership."""
+    controller knows (its cache), which the brokers adopt with the leadership.  Kafka's
+    ``ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers`` adds an
+    UpdateMetadata for the partition to every live broker (``live``: per broker, its
+    session number as the controller knows it, 0 dead) to the same batch, sent after
+    the LeaderAndIsr requests (``send_update_metadata``)."""
     req = LeaderAndIsr(epoch, p, li.leader, li.leader_epoch, li.isr, li.version, replicas)
     brokers = list(s.brokers)
     for r in targets:
         br = brokers[r]
         brokers[r] = br._replace(inbox=add_request(br.inbox, req))
+    return send_update_metadata(m, s._replace(brokers=tuple(brokers)), epoch, p, li, live)
+
+
+def send_update_metadata(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, live: tuple) -> KafkaState:
+    """UpdateMetadata for partition p to every broker the controller believes live
+    (``ControllerBrokerRequestBatch.addUpdateMetadataRequestForBrokers`` to
+    ``liveOrShuttingDownBrokerIds``), with ``metadata_cache`` only: without it no
+    action reads a broker's metadata cache (producers route to any broker that
+    believes it leads), so the requests would only multiply interleavings."""
+    if not m.cfg.metadata_cache:
+        return s
+    req = UpdateMetadata(epoch, p, li.leader, li.leader_epoch)
+    brokers = list(s.brokers)
+    for r, up in enumerate(live):
+        if up:
+            brokers[r] = brokers[r]._replace(inbox=add_request(brokers[r].inbox, req))
     return s._replace(brokers=tuple(brokers))
 
 
@@ -153,9 +175,11 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
     s = s._replace(zk=zk._replace(controller=b, controller_epoch=epoch))
     s = _with_ctx(s, b, ctx)
     if zk.topic:
+        # onControllerFailover: UpdateMetadata for every partition to every live broker,
+        # then each live replica's LeaderAndIsr (the replica state machine's startup).
         for p, zkp in enumerate(zk.partitions):
             if zkp.version != NO_VERSION:
-                s = _send_leader_and_isr(s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p])
+                s = _send_leader_and_isr(m, s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p], live)
     return s
 
 
@@ -213,8 +237,14 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
             targets.append(p)
     ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
     s = _with_ctx(s, c, ctx)
+    # onBrokerStartup: UpdateMetadata for every partition to every live broker (the new
+    # one included), then the new broker's LeaderAndIsr.
+    if s.zk.topic:
+        for p, li in enumerate(ctx.partitions):
+            if li.version != NO_VERSION:
+                s = send_update_metadata(m, s, ctx.epoch, p, li, ctx.live)
     for p in targets:
-        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p])
+        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p], ctx.live)
     return s
 
 
@@ -276,7 +306,8 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
     ctx = ctx._replace(partition_states=put(ctx.partition_states, p, ONLINE_PARTITION))
     s = _with_ctx(s, c, ctx)
     live = _live(ctx)
-    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p])
+    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p],
+                             ctx.live)
     g = s.ghost
     if not clean:
         s = s._replace(budget=s.budget._replace(unclean_elections=s.budget.unclean_elections - 1))
@@ -316,8 +347,8 @@ def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
             return s
         ctx = s.brokers[c].ctx
         live = _live(ctx)
-        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p],
-                                 [x for x in ctx.ar[p] if live[x] and x != r], ctx.ar[p])
+        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p],
+                                 [x for x in ctx.ar[p] if live[x] and x != r], ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
     i = m.ar[p].index(r)
     rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
@@ -337,7 +368,9 @@ def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
 def isr_notification(m, s: KafkaState, a: Action) -> KafkaState:
     c, p = a.get("controller"), a.get("partition")
     ctx = s.brokers[c].ctx
-    return _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, s.zk.partitions[p])))
+    s = _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, s.zk.partitions[p])))
+    # processUpdateNotifications: UpdateMetadata for the partition to every live broker.
+    return send_update_metadata(m, s, ctx.epoch, p, s.zk.partitions[p], ctx.live)
 
 
 # -- controlled shutdown ------------------------------------------------------------------

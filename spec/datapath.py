@@ -31,7 +31,9 @@ from spec.state import NO_LEADER, KafkaState, Replica, put
 
 DOCS = {
     "Produce": "a producer writes to the broker that believes it leads (acks=all is refused while "
-               "the ISR is smaller than min.insync.replicas)",
+               "the ISR is smaller than min.insync.replicas); with metadata_cache, to the leader some live "
+               "broker's metadata cache names, and a broker that does not lead answers "
+               "NOT_LEADER_FOR_PARTITION (nothing changes)",
     "Fetch": "a follower fetches one record from its LEO and takes HW = min(its LEO, the HW the leader "
              "had when it read); the leader then records the follower's fetch offset and advances its HW "
              "to the ISR's smallest LEO",
@@ -124,7 +126,16 @@ def produce_enabled(m, s: KafkaState, out: list) -> None:
     for b in range(len(s.brokers)):
         for p in range(cfg.partitions):
             lv = _leader_view(s, b, p)
-            if lv is None:
+            if cfg.metadata_cache:
+                if not _routed(s, b, p):
+                    continue
+                if lv is None:
+                    # NOT_LEADER_FOR_PARTITION: a running broker that does not lead
+                    # refuses the record; the producer refreshes its metadata and retries.
+                    if s.budget.records > 0 and s.brokers[b].alive:
+                        out.extend(action("Produce", leader=b, partition=p, acks=acks) for acks in modes)
+                    continue
+            elif lv is None:
                 continue
             view, _rep = lv
             for acks in modes:
@@ -136,9 +147,24 @@ def produce_enabled(m, s: KafkaState, out: list) -> None:
                     out.append(action("Produce", leader=b, partition=p, acks=acks))
 
 
+def _routed(s: KafkaState, b: int, p: int) -> bool:
+    """With ``metadata_cache``: a producer sends p's records to b if some running
+    broker's metadata cache names b as p's leader (the producer asks any broker for
+    metadata, ``KafkaApis.handleTopicMetadataRequest`` answers from the
+    ``MetadataCache``, never from ZooKeeper)."""
+    return any(br.alive and br.metadata[p] == b for br in s.brokers)
+
+
 def produce(m, s: KafkaState, a: Action) -> KafkaState:
+    """``ReplicaManager.appendRecords`` -> ``Partition.appendRecordsToLeader``: the
+    broker decides by its own partition state (``leaderReplicaIfLocal``), never by its
+    metadata cache: NOT_LEADER_FOR_PARTITION if it does not lead, NOT_ENOUGH_REPLICAS
+    for acks=all with an ISR smaller than min.insync.replicas, else it appends."""
     b, p, acks = a.get("leader"), a.get("partition"), a.get("acks")
-    view, rep = _leader_view(s, b, p)
+    lv = _leader_view(s, b, p)
+    if lv is None:
+        return s   # NOT_LEADER_FOR_PARTITION (only reachable with metadata_cache)
+    view, rep = lv
     if acks == "all" and len(view.isr) < m.cfg.min_insync_replicas:
         return s._replace(ghost=s.ghost._replace(inv_write_refused=True))  # NotEnoughReplicas
     offset = len(rep.log)

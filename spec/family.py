@@ -27,6 +27,10 @@ _DOCS = {
     "atomic_controller": "the controller's reactions to an event happen in the event's step: fewer interleavings, "
                          "every trace still one of the full model (spec/atomic.py); for deep data-path checks",
     "min_insync_replicas": "min.insync.replicas: acks=all is refused while the ISR is smaller",
+    "metadata_cache": "the controller sends UpdateMetadata with every leadership change and brokers keep a "
+                      "MetadataCache (behind the controller-epoch check); producers send to the leader a cache "
+                      "names, and a broker that does not lead answers NOT_LEADER_FOR_PARTITION. Off: producers "
+                      "write to any broker that believes it leads (see docs/model.md)",
     "producer_acks": "acks the producers use: all, 1, 0 (no answer, nothing promised), or both (all and 1)",
     "max_crashes": "broker crashes that may happen",
     "max_session_expiries": "ZooKeeper session expiries that may happen (the origin of zombies)",
@@ -35,6 +39,10 @@ _DOCS = {
     "max_unclean_elections": "unclean elections that may happen (when enabled)",
     "max_controlled_shutdowns": "controlled shutdowns that may be requested",
     "max_topic_deletions": "topic deletions the admin may request",
+    "check_availability": "also check EventuallyAvailable: every partition eventually has a live leader, "
+                          "whatever its ISR (fails wherever all of a partition's replicas can stay down)",
+    "controller_deletion": "an operator may delete /controller while the controller's session lives (a forced "
+                           "re-election); each deletion spends one of max_controller_failovers",
     "reassignments": "partition reassignments the admin requests, in order, separated by ';': 'P:r,r,...' "
                      "(RAR of partition P) or 'r,r,...' (partition 0); '' turns reassignment off",
 }
@@ -139,6 +147,59 @@ _PRESETS.update({
         f"controlled shutdown and a reassignment reordering the AR [0, 1] -> [1, 0]: truncation={t}: "
         f"{_WIDE_VERDICT[t]} (large: see docs/results.md)", {**_WIDE, "truncation": t})
     for t in ("high_watermark", "kip101", "kip279", "kip320")
+})
+
+
+# UpdateMetadata and the brokers' metadata caches (metadata_cache): the producers' routing.
+# Only these presets turn the cache on.  Without the data path nothing reads a cache; with
+# it, the cache multiplies the interleavings (one UpdateMetadata to every live broker per
+# leadership change: data-kip320 grows about eightfold), so the narrow and wide data
+# presets keep the abstraction "a producer reaches every broker that believes it leads",
+# whose verdicts tests/test_metadata.py compares with the cache's.
+_CACHE = {**_TWO, "max_records": 2, "metadata_cache": True, "truncation": "kip320"}
+_PRESETS.update({
+    "data-cache": Preset("data-cache", "data path with metadata caches (UpdateMetadata; producers route by a "
+                         "broker's cache), 2 brokers, 2 records, 1 crash, every fix on: holds; leaves out session "
+                         "expiry, ISR shrink and preferred election (the cache's own cost: see docs/model.md)",
+                         {**_CACHE, "max_crashes": 1, "max_session_expiries": 0, "max_isr_shrinks": 0,
+                          "preferred_election": False}),
+    "data-zombie": Preset("data-zombie", "zombie (zk_epoch_fencing off) with the data path and metadata caches: "
+                          "2 brokers, 2 records, a crash and a session expiry; what a zombie's UpdateMetadata "
+                          "does to producers (large: see docs/results.md)",
+                          {**_CACHE, "zk_epoch_fencing": False}),
+    "data-no-controller-fencing": Preset(
+        "data-no-controller-fencing", "no-controller-fencing (2 partitions) with the data path and metadata "
+        "caches: 2 brokers, 2 records, a session expiry, no crash; brokers apply a zombie's UpdateMetadata "
+        "(large: see docs/results.md)",
+        {**_CACHE, "partitions": 2, "max_crashes": 0, "controller_epoch_fencing": False}),
+})
+
+
+# Operators and admins (seed gaps of issue 11).
+_PRESETS.update({
+    "controller-deleted": Preset("controller-deleted", "2 brokers, RF 2: an operator deletes /controller while the "
+                                 "controller's session lives (forced re-election), and an ISR shrink; no crash or "
+                                 "session expiry", {**_TWO, "max_crashes": 0, "max_session_expiries": 0,
+                                                    "controller_deletion": True}),
+})
+
+
+# The __consumer_offsets incident: an internal topic created with replication factor 1
+# (offsets.topic.replication.factor=1) loses the only broker of a partition, which stays
+# offline, and with it the consumer groups it coordinates.  The recommended fix: RF 3 and
+# min.insync.replicas 2.  The same faults in both: a controlled shutdown of a broker.
+# Atomic controller, so no controller failover: the broker shut down is not the controller.
+_OFFSETS = {"brokers": 3, "max_records": 1, "max_crashes": 0, "max_session_expiries": 0, "max_isr_shrinks": 1,
+            "max_controlled_shutdowns": 1, "check_availability": True, "preferred_election": False,
+            "atomic_controller": True, "max_controller_failovers": 0}
+_PRESETS.update({
+    "offsets-rf1": Preset("offsets-rf1", "__consumer_offsets with replication factor 1: 3 brokers, 1 record, a "
+                          "controlled shutdown of a broker that is not the controller, an ISR shrink, atomic "
+                          "controller; violates EventuallyAvailable (the partition's only broker stops)",
+                          {**_OFFSETS, "replication_factor": 1}),
+    "offsets-rf3": Preset("offsets-rf3", "offsets-rf1 with the recommended fix, replication factor 3 and "
+                          "min.insync.replicas 2: holds (190,222 states)", {**_OFFSETS, "replication_factor": 3,
+                                                           "min_insync_replicas": 2}),
 })
 
 

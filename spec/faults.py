@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import datapath
-from spec.state import NO_LEADER, NO_STATE, Broker, KafkaState, put
+from spec.state import NO_LEADER, CachingBroker, KafkaState, new_broker, put
 
 DOCS = {
     "CrashBroker": "a broker process dies: its ZooKeeper session ends (ephemeral /brokers/ids and "
@@ -21,6 +21,9 @@ DOCS = {
     "Resign": "a broker that believes it is the controller notices /controller is not its own "
               "and drops its context",
     "ShutdownBroker": "a broker that asked for controlled shutdown stops",
+    "DeleteController": "an operator deletes /controller while the controller's session lives: every "
+                        "broker's watch fires and they race to create it again; the old controller resigns "
+                        "when it notices (a forced re-election, one controller failover)",
     "DeleteTopic": "the admin tool writes /admin/delete_topics (acted on only if delete.topic.enable)",
 }
 
@@ -40,8 +43,7 @@ def _stop(s: KafkaState, b: int) -> KafkaState:
         sessions = put(sessions, b, -sessions[b])
     controller = NO_LEADER if zk.controller == b else zk.controller
     old = s.brokers[b]
-    dead = Broker(False, 0, tuple(NO_STATE for _ in old.partitions), (), None, datapath.on_stop(old.replicas),
-                  tuple(() for _ in old.partitions))
+    dead = new_broker(type(old) is CachingBroker, False, len(old.partitions), datapath.on_stop(old.replicas))
     return s._replace(zk=zk._replace(sessions=sessions, controller=controller),
                       brokers=put(s.brokers, b, dead))
 
@@ -71,6 +73,8 @@ def faults_enabled(m, s: KafkaState, out: list) -> None:
             out.append(action("RestartBroker", broker=b))
     if zk.topic and not zk.delete_topic and budget.topic_deletions > 0:
         out.append(action("DeleteTopic"))
+    if m.cfg.controller_deletion and zk.controller != NO_LEADER and budget.controller_failovers > 0:
+        out.append(action("DeleteController"))
 
 
 def crash(m, s: KafkaState, a: Action) -> KafkaState:
@@ -111,6 +115,15 @@ def resign(m, s: KafkaState, a: Action) -> KafkaState:
     return s._replace(brokers=put(s.brokers, b, s.brokers[b]._replace(ctx=None)))
 
 
+def delete_controller(m, s: KafkaState, a: Action) -> KafkaState:
+    """``rmr /controller`` by an operator (the usual way to force a re-election): only the
+    znode goes; the old controller's session, and its context, stay until it notices
+    (``KafkaController``'s ``Reelect``/``ControllerChange`` event: ``onControllerResignation``
+    then ``elect``), which is ``Resign`` here."""
+    s = _spend_failover(s, s.zk.controller)
+    return s._replace(zk=s.zk._replace(controller=NO_LEADER))
+
+
 def delete_topic(m, s: KafkaState, a: Action) -> KafkaState:
     return s._replace(zk=s.zk._replace(delete_topic=True),
                       budget=s.budget._replace(topic_deletions=s.budget.topic_deletions - 1))
@@ -125,4 +138,5 @@ APPLY = {
     "Resign": resign,
     "ShutdownBroker": shutdown,
     "DeleteTopic": delete_topic,
+    "DeleteController": delete_controller,
 }

@@ -40,7 +40,7 @@ from spec.state import NO_LEADER, NO_VERSION
 
 UNFAIR = frozenset({
     "CrashBroker", "ExpireSession", "RestartBroker", "ShutdownBroker", "ControlledShutdown",
-    "ShrinkIsr", "DeleteTopic", "Produce", "ReassignPartitions",
+    "ShrinkIsr", "DeleteTopic", "Produce", "ReassignPartitions", "DeleteController",
 })
 
 
@@ -79,7 +79,17 @@ def liveness_properties(cfg) -> list[Property]:
     def leader_elected(s) -> bool:
         return not leaderless_partitions(s, True, deleting)
 
-    return [
+    def available(s) -> bool:
+        return not leaderless_partitions(s, False, deleting)
+
+    extra = [eventually(
+        "EventuallyAvailable", available,
+        "under weak fairness of every non-fault action, every partition eventually has a live leader that knows "
+        "it leads, whatever its ISR: producers and consumers (and a consumer group's coordinator, whose "
+        "__consumer_offsets partition it is) can always go on. A dead broker need not restart, so this fails "
+        "wherever every replica of a partition (RF 1: its only one) can be down for good; checked only with "
+        "check_availability")] if cfg.check_availability else []
+    return extra + [
         eventually("EventuallyLeaderElected", leader_elected,
                    "under weak fairness of every non-fault action, every partition with a live ISR member "
                    "eventually has a live leader that knows it leads; scoped to a live ISR member because "

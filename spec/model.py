@@ -24,7 +24,7 @@ from spec.properties import properties
 from spec.symmetry import broker_symmetry
 from spec.timeline import KafkaTimeline
 from spec.state import (
-    NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, Zk, no_ghost,
+    NO_LEADER, NO_STATE, Broker, Budget, KafkaState, LeaderAndIsr, LeaderIsr, UpdateMetadata, Zk, new_broker, no_ghost,
 )
 
 MODEL_NAME = "kafka-controller"
@@ -62,8 +62,7 @@ class KafkaModel(Model):
         zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), True,
                 tuple(NO_STATE for _ in range(cfg.partitions)), False, self.initial_ar,
                 tuple(() for _ in range(cfg.partitions)))
-        b = Broker(True, 0, tuple(NO_STATE for _ in range(cfg.partitions)), (), None, self.fresh_replicas(),
-                   tuple(() for _ in range(cfg.partitions)))
+        b = new_broker(cfg.metadata_cache, True, cfg.partitions, self.fresh_replicas())
         budget = Budget(cfg.max_records, cfg.max_crashes, cfg.max_session_expiries, cfg.max_controller_failovers,
                         cfg.max_isr_shrinks, cfg.max_unclean_elections if cfg.unclean_leader_election else 0,
                         cfg.max_controlled_shutdowns, cfg.max_topic_deletions, len(self.reassign_targets))
@@ -118,7 +117,12 @@ class KafkaModel(Model):
             on.append(datapath)
         if self.cfg.reassignments:
             on.append(reassign)
-        return sorted({name for fam in on for name in fam.DOCS})
+        names = {name for fam in on for name in fam.DOCS}
+        if not self.cfg.metadata_cache:
+            names.discard("DeliverUpdateMetadata")
+        if not self.cfg.controller_deletion:
+            names.discard("DeleteController")
+        return sorted(names)
 
     def timeline(self) -> KafkaTimeline:
         """One lane per broker and one for ZooKeeper (spec/timeline.py)."""
@@ -166,6 +170,8 @@ class KafkaModel(Model):
                "replicas": replicas}
         if self.reassign_targets:
             out["assigned"] = [list(a) for a in br.assigned]
+        if self.cfg.metadata_cache:
+            out["metadata"] = list(br.metadata)
         return out
 
     def describe(self, s: KafkaState) -> dict:
@@ -194,6 +200,8 @@ class KafkaModel(Model):
                 "partition": {str(p): _view(b, li, ar) for p, (li, ar) in enumerate(zip(br.partitions, br.assigned))},
                 "in_flight": [_req(r) for r in br.inbox],
             }
+            if self.cfg.metadata_cache:
+                d["metadata_cache"] = {str(p): x for p, x in enumerate(br.metadata)}
             if br.replicas:
                 d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
                                      "epoch_cache": _ids(f"{e}@{o}" for e, o in datapath.epoch_cache(r)),
@@ -265,4 +273,7 @@ def _req(r) -> str:
         return (f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, "
                 f"leader={r.leader}, leader_epoch={r.leader_epoch}, isr={_ids(r.isr)}, version={r.version}, "
                 f"replicas={_ids(r.replicas)})")
+    if type(r) is UpdateMetadata:
+        return (f"UpdateMetadata(controller_epoch={r.controller_epoch}, partition={r.partition}, leader={r.leader}, "
+                f"leader_epoch={r.leader_epoch})")
     return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete={r.delete})"

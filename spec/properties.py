@@ -41,10 +41,12 @@ def at_most_one_active_controller(s) -> bool:
 def controller_epoch_fencing(prev, act, nxt) -> bool:
     # 1. A broker that applies a request (changes its partition view) must not have
     #    seen a newer controller epoch than the request's.
-    if act.name in ("DeliverLeaderAndIsr", "DeliverStopReplica"):
+    if act.name in ("DeliverLeaderAndIsr", "DeliverStopReplica", "DeliverUpdateMetadata"):
         b = act.get("broker")
-        if (nxt.brokers[b].partitions != prev.brokers[b].partitions
-                and act.get("controller_epoch") < prev.brokers[b].controller_epoch_seen):
+        pb, nb = prev.brokers[b], nxt.brokers[b]
+        changed = nb.partitions != pb.partitions or (act.name == "DeliverUpdateMetadata"
+                                                     and nb.metadata != pb.metadata)
+        if changed and act.get("controller_epoch") < pb.controller_epoch_seen:
             return False
     # 2. A superseded controller (its epoch is older than ZooKeeper's) changes no
     #    partition state in ZooKeeper.
@@ -287,9 +289,10 @@ def data_properties(cfg) -> list[Property]:
                "consumers have read. A deposed leader that does not know it yet is not checked. " + unclean),
         sometimes("RecordCommitted", lambda s: bool(s.ghost.inv_read),
                   "A record is committed: some leader's HW moves past it."),
-        sometimes("FollowerTruncates", lambda s: s.ghost.inv_follower_truncated,
-                  "A follower truncates records from its log."),
     ]
+    if any(len(cfg.replica_slots(p)) > 1 for p in range(cfg.partitions)):   # a follower may ever exist
+        props.append(sometimes("FollowerTruncates", lambda s: s.ghost.inv_follower_truncated,
+                               "A follower truncates records from its log."))
     if cfg.min_insync_replicas > 1 and cfg.producer_acks in ("all", "both"):
         props.append(sometimes("AcksAllRefused", lambda s: s.ghost.inv_write_refused,
                                "An acks=all write is refused because the ISR is smaller than "
@@ -318,8 +321,8 @@ def properties(cfg, m) -> list[Property]:
                "At most one running broker holds a controller context with the current controller "
                "epoch. A zombie with an older epoch is allowed: that is what fencing is for."),
         always("ControllerEpochFencing", controller_epoch_fencing,
-               "No broker applies a request from a controller epoch older than one it has seen "
-               "(StaleControllerEpoch), and a superseded controller never changes partition state in "
+               "No broker applies a request (LeaderAndIsr, StopReplica, or UpdateMetadata to its metadata "
+               "cache) from a controller epoch older than one it has seen (StaleControllerEpoch), and a superseded controller never changes partition state in "
                "ZooKeeper. It allows a zombie's requests to be accepted by a broker that restarted and "
                "has seen no newer epoch (it cannot know better), and a controller whose session expired "
                "to keep writing until a successor bumps the epoch (no other controller exists yet). "
@@ -339,7 +342,7 @@ def properties(cfg, m) -> list[Property]:
                "lead from outside the ISR, and committed data may be lost).", step=True),
     ]
     faults = cfg.max_crashes + cfg.max_session_expiries
-    if cfg.max_controller_failovers > 0 and faults > 0 and cfg.brokers > 1:
+    if cfg.max_controller_failovers > 0 and (faults > 0 or cfg.controller_deletion) and cfg.brokers > 1:
         props.append(sometimes("ControllerFailover",
                                lambda s: s.zk.controller_epoch >= 2 and s.zk.controller != NO_LEADER,
                                "A second controller is elected: failover is exercised."))

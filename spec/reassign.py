@@ -250,7 +250,8 @@ def bump_leader_epoch(m, s: KafkaState, a: Action) -> KafkaState:
         return s
     ctx = s.brokers[c].ctx
     live = _live(ctx)
-    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]], ctx.ar[p])
+    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]], ctx.ar[p],
+                             ctx.live)
     return _advance(s, c, p, "2")
 
 
@@ -288,7 +289,8 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
     else:
         # updateLeaderEpochAndSendRequest: to OAR + RAR, with AR = RAR.
         targets = extended(r)
-    s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [x for x in targets if live[x]], ctx.ar[p])
+    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in targets if live[x]], ctx.ar[p],
+                             ctx.live)
     g = s.ghost
     s = s._replace(ghost=g._replace(inv_leader_moved=put(g.inv_leader_moved, p, r.target)))
     return _advance(s, c, p, "7")
@@ -312,7 +314,8 @@ def offline_old_replicas(m, s: KafkaState, a: Action) -> KafkaState:
             return s
         ctx = s.brokers[c].ctx
         live = _live(ctx)
-        s = _send_leader_and_isr(s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]], ctx.ar[p])
+        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]],
+                                 ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
     s = _send_stop_replica(s, ctx, p, old, delete=False)
     return _advance(s, c, p, "8", replica_states=_move_replicas(m, ctx, p, old, OFFLINE_REPLICA))

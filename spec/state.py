@@ -87,6 +87,20 @@ class StopReplica(NamedTuple):
     delete: bool
 
 
+class UpdateMetadata(NamedTuple):
+    """An UpdateMetadata request in flight from a controller to one broker (with
+    ``metadata_cache`` only): one partition's leadership, which the broker's
+    ``MetadataCache`` takes if the controller epoch is not stale.  Kafka's request
+    also carries the ISR, the znode version, the replicas and the live brokers;
+    only the leader is read (by the producers' routing), so only it and the leader
+    epoch (which orders one controller's requests for a partition) are kept."""
+
+    controller_epoch: int
+    partition: int
+    leader: int
+    leader_epoch: int
+
+
 class Reassignment(NamedTuple):
     """A reassignment the controller is working on (Kafka's partitionsBeingReassigned
     entry, plus how far this controller got, which Kafka keeps on its call stack).
@@ -144,6 +158,32 @@ class Broker(NamedTuple):
     assigned: tuple               # per partition: the AR of the last LeaderAndIsr it applied, () none
 
 
+class CachingBroker(NamedTuple):
+    """A broker with a metadata cache (``metadata_cache``): ``Broker``'s fields and
+    ``metadata``.  A separate class, not a field of ``Broker``, so that the states of
+    every configuration without the cache keep their encoding (and the recorded
+    traces their fingerprints)."""
+
+    alive: bool
+    controller_epoch_seen: int
+    partitions: tuple
+    inbox: tuple
+    ctx: ControllerContext | None
+    replicas: tuple
+    assigned: tuple
+    metadata: tuple               # per partition: the leader its MetadataCache names, NO_LEADER none
+
+
+def new_broker(cached: bool, alive: bool, partitions: int, replicas: tuple) -> Broker | CachingBroker:
+    """A broker with an empty memory: started, or stopped (what survives is on disk:
+    ``replicas``)."""
+    empty = tuple(NO_STATE for _ in range(partitions))
+    none = tuple(() for _ in range(partitions))
+    if cached:
+        return CachingBroker(alive, 0, empty, (), None, replicas, none, tuple(NO_LEADER for _ in range(partitions)))
+    return Broker(alive, 0, empty, (), None, replicas, none)
+
+
 class Budget(NamedTuple):
     """Faults that may still happen.  Healing actions (restart, re-register,
     elections, ISR expand, request delivery) have no budget."""
@@ -193,8 +233,8 @@ class KafkaState(NamedTuple):
 # __repr__ is Python code that prints field names; tuple's is C and prints values
 # only.  Using it for every state class makes fingerprinting several times cheaper
 # and keeps the encoding canonical (describe() gives the readable view).
-for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, Reassignment, ControllerContext, Replica, Broker, Budget, Ghost,
-             KafkaState):
+for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, UpdateMetadata, Reassignment, ControllerContext, Replica, Broker,
+             CachingBroker, Budget, Ghost, KafkaState):
     _cls.__repr__ = tuple.__repr__
 
 

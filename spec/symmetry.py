@@ -31,8 +31,8 @@ from itertools import permutations
 
 from checker.symmetry import Symmetry
 from spec.state import (
-    NO_LEADER, Broker, ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, Zk,
-    request_key,
+    NO_LEADER, Broker, CachingBroker, ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment,
+    UpdateMetadata, Zk, request_key,
 )
 
 
@@ -92,6 +92,8 @@ def _req(r, g: tuple):
     if type(r) is LeaderAndIsr:
         return LeaderAndIsr(r.controller_epoch, r.partition, g[r.leader] if r.leader != NO_LEADER else NO_LEADER,
                             r.leader_epoch, _idset(r.isr, g), r.version, _ids(r.replicas, g))
+    if type(r) is UpdateMetadata and r.leader != NO_LEADER:
+        return r._replace(leader=g[r.leader])
     return r
 
 
@@ -112,9 +114,12 @@ def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple) -> Broker:
         inbox = tuple(sorted((_req(r, g) for r in inbox), key=request_key))
     # _replace keeps every other field (they hold no broker id: logs, HWs, epoch caches)
     replicas = tuple(r._replace(leos=_slots(r.leos, src[p])) for p, r in enumerate(br.replicas))
-    return br._replace(partitions=tuple(_li(li, g) for li in br.partitions), inbox=inbox,
-                       ctx=_ctx(br.ctx, g, ginv, src), replicas=replicas,
-                       assigned=tuple(_ids(a, g) for a in br.assigned))
+    br = br._replace(partitions=tuple(_li(li, g) for li in br.partitions), inbox=inbox,
+                     ctx=_ctx(br.ctx, g, ginv, src), replicas=replicas,
+                     assigned=tuple(_ids(a, g) for a in br.assigned))
+    if type(br) is CachingBroker:
+        br = br._replace(metadata=tuple(g[x] if x != NO_LEADER else NO_LEADER for x in br.metadata))
+    return br
 
 
 def _permute(s: KafkaState, g: tuple, ginv: tuple, src: tuple) -> KafkaState:

@@ -146,6 +146,11 @@ def _isr_member_below_hw(impl, cfg, before, committed) -> bool:
     return False
 
 
+def _no_live_leader(impl, cfg, before, committed) -> bool:
+    """No running broker leads the partition (and the trace's last step stopped one)."""
+    return not any(s is not None and s.replica_manager.leader_partition(TP0) for s in impl.cluster.servers)
+
+
 ANOMALY = {
     ("ControllerEpochFencing", False): _zombie_wrote_zookeeper,     # keyed by (property, zk_epoch_fencing)
     ("ControllerEpochFencing", True): _stale_request_applied,
@@ -153,6 +158,7 @@ ANOMALY = {
     ("NoAckedRecordLost", None): _committed_record_lost,
     ("LogsMatchBelowHighWatermark", None): _logs_differ_below_hw,
     ("HighWatermarkBelowIsrLeo", None): _isr_member_below_hw,
+    ("EventuallyAvailable", None): _no_live_leader,
 }
 
 
