@@ -19,6 +19,8 @@ Resign(b)                  ``resign(b)``: onControllerResignation               
 ShutdownBroker(b)          ``crash(b)`` once ``may_stop_after_controlled_shutdown``     the broker's wait for the controller's
                                                                                         answer is the enabling condition
 DeleteController()         ``delete_controller()``: an operator's rmr /controller      same
+CreateTopic()              ``Admin.create_topic(t, ...)`` (kafka-topics --create)     same
+TopicChange(c)             ``topic_change(c, t)``: the /brokers/topics watch            same
 DeleteTopic()              ``Admin.delete_topic(t)`` (kafka-topics --delete): writes   same
                            /admin/delete_topics/t
 ElectController(b)         ``elect_controller(b)``: create /controller, bump the        Kafka's whole onControllerFailover
@@ -152,7 +154,7 @@ REASSIGN_STEPS = {
 
 
 #: with atomic_controller, the controller's reactions run inside the step that caused them
-HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "ElectLeader", "RemoveReplicaFromIsr", "IsrChangeNotification",
+HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeader", "RemoveReplicaFromIsr", "IsrChangeNotification",
                     "StartTopicDeletion", "StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
 
 
@@ -238,7 +240,11 @@ class KafkaImplementation:
         }
         # Through the admin tool (kafka-topics --create), which validates the request.
         self.admin = Admin(self.cluster)
-        self.admin.create_topic(TOPIC, self.partitions, rf, topic_config, assignment=self.assignment)
+        self.rf, self.topic_config = rf, topic_config
+        self.create_after_start = bool(_cfg(config, "create_topic_after_start", False))
+        self.max_topic_deletions = int(_cfg(config, "max_topic_deletions", 0))
+        if not self.create_after_start:
+            self.admin.create_topic(TOPIC, self.partitions, rf, topic_config, assignment=self.assignment)
         self.reassign_targets = parse_reassignments(str(_cfg(config, "reassignments", "")))
         self.budget.reassignments = list(self.reassign_targets)
         # Per-replica lists are over every broker that may ever hold a replica: the
@@ -431,6 +437,12 @@ class KafkaImplementation:
             return c.admin.topic_exists(TOPIC) and TOPIC not in c.admin.get_topic_deletions()
         if name == "DeleteController":
             return self.controller_deletion and c.admin.get_controller_id() != NO_LEADER
+        if name == "CreateTopic":
+            return (self.create_after_start and not c.admin.topic_exists(TOPIC)
+                    and self.budget.topic_deletions == self.max_topic_deletions)
+        if name == "TopicChange":
+            ctl = self._ctl(act.get("controller"))
+            return ctl is not None and TOPIC in ctl.new_topics()
         if name == "ElectController":
             b = act.get("broker")
             return self._running(b) and c.servers[b].controller.can_elect()
@@ -539,6 +551,9 @@ class KafkaImplementation:
         for ctl in watching:
             for b, kind in sorted(self._ctl(ctl).broker_changes().items()):
                 yield action("BrokerFailure" if kind == "failure" else "BrokerStartup", controller=ctl, broker=b)
+        for ctl in watching:
+            if TOPIC in self._ctl(ctl).new_topics():
+                yield action("TopicChange", controller=ctl)
         for ctl in controllers:
             for tp in tps:
                 e = self._ctl(ctl).pending_election(tp)
@@ -619,6 +634,10 @@ class KafkaImplementation:
             self.admin.delete_topic(TOPIC)          # kafka-topics --delete
         elif name == "DeleteController":
             c.delete_controller()
+        elif name == "CreateTopic":
+            self.admin.create_topic(TOPIC, self.partitions, self.rf, self.topic_config, assignment=self.assignment)
+        elif name == "TopicChange":
+            c.topic_change(act.get("controller"), TOPIC)
         elif name == "ElectController":
             c.elect_controller(act.get("broker"))
         elif name in ("BrokerFailure", "BrokerStartup"):

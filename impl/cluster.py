@@ -165,6 +165,11 @@ class Cluster:
         kind = ctl.broker_changes()[b]
         self._send(ctl.on_broker_failure(b) if kind == "failure" else ctl.on_broker_startup(b))
 
+    def topic_change(self, c: int, topic: str) -> None:
+        """The controller's /brokers/topics watch: a new topic's partitions go NewPartition."""
+        self._tick()
+        self._send(self.server(c).controller.on_new_topic(topic))
+
     def elect_leader(self, c: int, tp: TopicPartition) -> None:
         self._tick()
         self._send(self.server(c).controller.elect_leader(tp))
@@ -330,6 +335,8 @@ class Cluster:
                 return lambda c=c, step=step, tp=tp: self.reassignment_step(c, step, tp)
             for b in ctl.broker_changes():
                 return lambda c=c, b=b: self.broker_change(c, b)
+            for t in ctl.new_topics():
+                return lambda c=c, t=t: self.topic_change(c, t)
             for tp in ctl.isr_changed_partitions():
                 return lambda c=c, tp=tp: self.isr_change_notification(c, tp)
             if ctl.preferred_election_requested():

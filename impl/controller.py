@@ -99,6 +99,7 @@ VALID_PREVIOUS_REPLICA = {
 BROKER_CHANGE = "BrokerChange"
 ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
 TOPIC_DELETION = "TopicDeletion"
+TOPIC_CHANGE = "TopicChange"
 
 
 class IllegalStateTransition(Exception):
@@ -204,7 +205,7 @@ class Controller(ReassignmentSteps):
         if self.zk.get_topic_deletions(watch=True):
             self.pending.add(TOPIC_DELETION)
         live = self._live()
-        for topic in self.zk.get_all_topics():
+        for topic in self.zk.get_all_topics(watch=True):
             for p, ar in sorted(self.zk.get_assignment(topic).items()):
                 tp = TopicPartition(topic, p)
                 ctx.assignments[tp] = ar
@@ -245,6 +246,32 @@ class Controller(ReassignmentSteps):
             self.pending.add(ISR_CHANGE_NOTIFICATION)
         elif event.path.startswith("/admin/delete_topics"):
             self.pending.add(TOPIC_DELETION)
+        elif event.path == "/brokers/topics":
+            self.pending.add(TOPIC_CHANGE)
+
+    # -- topic creation ------------------------------------------------------------------------
+    def new_topics(self) -> list[str]:
+        """TopicChange: topics in /brokers/topics this active controller has no
+        assignment for (a deleted topic's znode is gone, so it is not new)."""
+        if not self.is_active() or TOPIC_CHANGE not in self.pending:
+            return []
+        known = {tp.topic for tp in self.ctx.assignments}
+        return sorted(t for t in self.zk.get_all_topics() if t not in known and t not in self.ctx.topics_to_be_deleted)
+
+    def on_new_topic(self, topic: str) -> list:
+        """``onNewPartitionCreation``: the AR into the context, the replicas NewReplica,
+        the partitions NewPartition; the NewPartition election follows (``elect_leader``)."""
+        ctx = self.ctx
+        for p, ar in sorted(self.zk.get_assignment(topic).items()):
+            tp = TopicPartition(topic, p)
+            ctx.assignments[tp] = ar
+            for r in ar:
+                self._replica_state(tp, r, NEW_REPLICA)
+            self._partition_state(tp, NEW_PARTITION)
+        self.zk.get_all_topics(watch=True)
+        if not self.new_topics():
+            self.pending.discard(TOPIC_CHANGE)
+        return []
 
     # -- broker changes ------------------------------------------------------------------------
     def broker_changes(self) -> dict[int, str]:
@@ -367,6 +394,11 @@ class Controller(ReassignmentSteps):
         ctx.leadership[tp] = li
         self._partition_state(tp, ONLINE_PARTITION, f" with state {li} ({strategy} election)")
         live = self._live()
+        if strategy == "new":
+            # onNewPartitionCreation: the live NewReplica replicas go OnlineReplica
+            for r in ctx.assignments[tp]:
+                if r in live and ctx.replica_states.get((tp, r)) == NEW_REPLICA:
+                    self._replica_state(tp, r, ONLINE_REPLICA)
         return self._leader_and_isr(tp, li, [r for r in ctx.assignments[tp] if r in live])
 
     @staticmethod

@@ -32,6 +32,7 @@ class KafkaConfig:
     max_controlled_shutdowns: int = 0
     max_topic_deletions: int = 0
     check_availability: bool = False        # also check EventuallyAvailable (spec/liveness.py)
+    create_topic_after_start: bool = False  # the topic does not exist at start: the admin creates it (CreateTopic)
     controller_deletion: bool = False       # an operator may delete /controller (bounded by max_controller_failovers)
     # partition reassignment (issue 4; off when empty):
     reassignments: str = ""                 # admin requests in order, ";"-separated: "P:r,r,..." or "r,r,..." (P=0)

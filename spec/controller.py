@@ -36,6 +36,10 @@ DOCS = {
     "RemoveReplicaFromIsr": "the OfflineReplica transition of a dead or shutting-down replica, once per "
                             "failure: a follower in the ISR is removed from it (conditional write, leader "
                             "epoch + 1, LeaderAndIsr to the others)",
+    "TopicChange": "the controller's /brokers/topics watch fires for a new topic (onNewPartitionCreation): "
+                   "its replicas go NewReplica and its partitions NewPartition; the NewPartition election "
+                   "(ElectLeader strategy 'new') then takes them OnlinePartition and the live replicas "
+                   "OnlineReplica",
     "IsrChangeNotification": "the controller reads an ISR change the leader wrote to ZooKeeper",
     "ControlledShutdown": "a broker asks the controller to move its leadership away before it stops",
     "StartTopicDeletion": "the controller starts deleting the topic in /admin/delete_topics",
@@ -304,6 +308,12 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
         return s
     ctx = s.brokers[c].ctx
     ctx = ctx._replace(partition_states=put(ctx.partition_states, p, ONLINE_PARTITION))
+    if strategy == "new":
+        # onNewPartitionCreation: the partition's live NewReplica replicas go OnlineReplica
+        # (a dead one stays NewReplica until its broker starts).
+        rs = tuple(ONLINE_REPLICA if st == NEW_REPLICA and ctx.live[r] else st
+                   for r, st in zip(m.ar[p], ctx.replica_states[p]))
+        ctx = ctx._replace(replica_states=put(ctx.replica_states, p, rs))
     s = _with_ctx(s, c, ctx)
     live = _live(ctx)
     s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p],
@@ -353,6 +363,27 @@ def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
     i = m.ar[p].index(r)
     rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
     return _with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, rs)))
+
+
+def topic_change_enabled(m, s: KafkaState, out: list) -> None:
+    if not m.cfg.create_topic_after_start or not s.zk.topic:
+        return
+    for c, ctx in _watching(s):
+        if all(st == NON_EXISTENT_PARTITION for st in ctx.partition_states) and not ctx.deleting:
+            out.append(action("TopicChange", controller=c))
+
+
+def topic_change(m, s: KafkaState, a: Action) -> KafkaState:
+    """``KafkaController.onNewPartitionCreation`` (the ``TopicChange`` event): the new
+    topic's AR goes into the context, its replicas to NewReplica and its partitions
+    to NewPartition (``initializeLeaderAndIsrForPartitions`` follows as ElectLeader)."""
+    c = a.get("controller")
+    ctx = s.brokers[c].ctx
+    ar = s.zk.ar
+    rstates = tuple(tuple(NEW_REPLICA if r in ar[p] else NON_EXISTENT_REPLICA for r in slots)
+                    for p, slots in enumerate(m.ar))
+    ctx = ctx._replace(ar=ar, partition_states=tuple(NEW_PARTITION for _ in ar), replica_states=rstates)
+    return _with_ctx(s, c, ctx)
 
 
 def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
@@ -472,8 +503,8 @@ def complete_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
 
 
 ENABLED = (
-    elect_controller_enabled, broker_change_enabled, elect_leader_enabled, remove_from_isr_enabled,
-    isr_notification_enabled, controlled_shutdown_enabled, deletion_enabled,
+    elect_controller_enabled, broker_change_enabled, topic_change_enabled, elect_leader_enabled,
+    remove_from_isr_enabled, isr_notification_enabled, controlled_shutdown_enabled, deletion_enabled,
 )
 
 APPLY = {
@@ -483,6 +514,7 @@ APPLY = {
     "ElectLeader": elect_leader,
     "RemoveReplicaFromIsr": remove_from_isr,
     "IsrChangeNotification": isr_notification,
+    "TopicChange": topic_change,
     "ControlledShutdown": controlled_shutdown,
     "StartTopicDeletion": start_topic_deletion,
     "StartReplicaDeletion": start_replica_deletion,

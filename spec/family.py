@@ -41,6 +41,8 @@ _DOCS = {
     "max_topic_deletions": "topic deletions the admin may request",
     "check_availability": "also check EventuallyAvailable: every partition eventually has a live leader, "
                           "whatever its ISR (fails wherever all of a partition's replicas can stay down)",
+    "create_topic_after_start": "the topic does not exist at start: the admin creates it (CreateTopic) and the "
+                                "controller's /brokers/topics watch takes it up (TopicChange)",
     "controller_deletion": "an operator may delete /controller while the controller's session lives (a forced "
                            "re-election); each deletion spends one of max_controller_failovers",
     "reassignments": "partition reassignments the admin requests, in order, separated by ';': 'P:r,r,...' "
@@ -177,6 +179,11 @@ _PRESETS.update({
 
 # Operators and admins (seed gaps of issue 11).
 _PRESETS.update({
+    "topic-created": Preset("topic-created", "2 brokers, RF 2: the admin creates the topic after the cluster "
+                            "started (the controller's /brokers/topics watch, NewPartition -> OnlinePartition, "
+                            "NewReplica -> OnlineReplica), with a crash; no session expiry or ISR shrink",
+                            {**_TWO, "create_topic_after_start": True, "max_session_expiries": 0,
+                             "max_isr_shrinks": 0}),
     "controller-deleted": Preset("controller-deleted", "2 brokers, RF 2: an operator deletes /controller while the "
                                  "controller's session lives (forced re-election), and an ISR shrink; no crash or "
                                  "session expiry", {**_TWO, "max_crashes": 0, "max_session_expiries": 0,

@@ -24,6 +24,8 @@ DOCS = {
     "DeleteController": "an operator deletes /controller while the controller's session lives: every "
                         "broker's watch fires and they race to create it again; the old controller resigns "
                         "when it notices (a forced re-election, one controller failover)",
+    "CreateTopic": "the admin tool creates the topic (kafka-topics --create writes /brokers/topics/<t> with "
+                   "its assignment), after the cluster started",
     "DeleteTopic": "the admin tool writes /admin/delete_topics (acted on only if delete.topic.enable)",
 }
 
@@ -73,6 +75,9 @@ def faults_enabled(m, s: KafkaState, out: list) -> None:
             out.append(action("RestartBroker", broker=b))
     if zk.topic and not zk.delete_topic and budget.topic_deletions > 0:
         out.append(action("DeleteTopic"))
+    if (m.cfg.create_topic_after_start and not zk.topic
+            and budget.topic_deletions == m.cfg.max_topic_deletions):   # once: never re-created after a deletion
+        out.append(action("CreateTopic"))
     if m.cfg.controller_deletion and zk.controller != NO_LEADER and budget.controller_failovers > 0:
         out.append(action("DeleteController"))
 
@@ -124,6 +129,12 @@ def delete_controller(m, s: KafkaState, a: Action) -> KafkaState:
     return s._replace(zk=s.zk._replace(controller=NO_LEADER))
 
 
+def create_topic(m, s: KafkaState, a: Action) -> KafkaState:
+    """``AdminUtils.createTopic``: /brokers/topics/<t> with the assignment; no partition
+    state yet (the controller creates it: NewPartition -> OnlinePartition)."""
+    return s._replace(zk=s.zk._replace(topic=True, ar=m.initial_ar))
+
+
 def delete_topic(m, s: KafkaState, a: Action) -> KafkaState:
     return s._replace(zk=s.zk._replace(delete_topic=True),
                       budget=s.budget._replace(topic_deletions=s.budget.topic_deletions - 1))
@@ -139,4 +150,5 @@ APPLY = {
     "ShutdownBroker": shutdown,
     "DeleteTopic": delete_topic,
     "DeleteController": delete_controller,
+    "CreateTopic": create_topic,
 }

@@ -40,7 +40,7 @@ from spec.state import NO_LEADER, NO_VERSION
 
 UNFAIR = frozenset({
     "CrashBroker", "ExpireSession", "RestartBroker", "ShutdownBroker", "ControlledShutdown",
-    "ShrinkIsr", "DeleteTopic", "Produce", "ReassignPartitions", "DeleteController",
+    "ShrinkIsr", "DeleteTopic", "Produce", "ReassignPartitions", "DeleteController", "CreateTopic",
 })
 
 

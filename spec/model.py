@@ -59,7 +59,7 @@ class KafkaModel(Model):
         controller creates the partitions (NewPartition -> OnlinePartition)."""
         cfg = self.cfg
         n = cfg.brokers
-        zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), True,
+        zk = Zk(NO_LEADER, 0, tuple(1 for _ in range(n)), not cfg.create_topic_after_start,
                 tuple(NO_STATE for _ in range(cfg.partitions)), False, self.initial_ar,
                 tuple(() for _ in range(cfg.partitions)))
         b = new_broker(cfg.metadata_cache, True, cfg.partitions, self.fresh_replicas())
@@ -122,6 +122,8 @@ class KafkaModel(Model):
             names.discard("DeliverUpdateMetadata")
         if not self.cfg.controller_deletion:
             names.discard("DeleteController")
+        if not self.cfg.create_topic_after_start:
+            names -= {"CreateTopic", "TopicChange"}
         return sorted(names)
 
     def timeline(self) -> KafkaTimeline:

@@ -103,6 +103,10 @@ def unsupported(cfg) -> str | None:
         return "the data path (max_records > 0) is not encoded symbolically; set max_records=0"
     if cfg.max_controlled_shutdowns > 0:
         return "controlled shutdown is not encoded symbolically; set max_controlled_shutdowns=0"
+    if getattr(cfg, "create_topic_after_start", False):
+        return "topic creation after start is not encoded symbolically; set create_topic_after_start=false"
+    if getattr(cfg, "controller_deletion", False):
+        return "an operator's /controller deletion is not encoded symbolically; set controller_deletion=false"
     if cfg.max_topic_deletions > 0:
         return "topic deletion is not encoded symbolically; set max_topic_deletions=0"
     if getattr(cfg, "atomic_controller", False):

@@ -153,3 +153,25 @@ def test_data_cache_holds():
     r = bfs.check(m)
     assert r.verdict == "ok", r.violations
     assert (r.stats.distinct, r.stats.depth) == (27_704, 27)
+
+
+def test_a_zombies_update_metadata_routes_a_producer_to_the_former_leader_with_every_fence_on():
+    """The data consequence, with every fence on: broker 0, controller with epoch 1, has
+    its session expire, and as a zombie still creates the partition (leader 0).
+    Broker 1 becomes controller with epoch 2 and, broker 0 being dead to it, elects
+    itself (leader epoch 1).  Broker 0 has not heard of epoch 2, so nothing refuses
+    the zombie's LeaderAndIsr and UpdateMetadata: its cache names broker 0, the producer
+    sends there, and the deposed leader appends the record in leader epoch 0.  An
+    acks=all write is never acknowledged (the HW waits for broker 1, which follows no
+    one there); an acks=1 write would be, and is lost when broker 0 follows broker 1.
+    The same path conforms on the reference broker."""
+    m, cfg = _model("data-cache", {"max_session_expiries": 1, "max_crashes": 0})
+    s, acts = _path(m, "ElectController(broker=0)", "ExpireSession(broker=0)",
+                    "ElectLeader(controller=0, partition=0, leader=0", "ElectController(broker=1)",
+                    "ElectLeader(controller=1, partition=0, leader=1", "DeliverLeaderAndIsr(broker=0",
+                    "DeliverUpdateMetadata(broker=0, partition=0, controller_epoch=1, leader=0",
+                    "Produce(leader=0")
+    assert s.zk.controller_epoch == 2 and s.zk.partitions[0].leader == 1
+    assert s.brokers[0].metadata == (0,) and s.brokers[0].replicas[0].log == (0,)
+    assert s.ghost.inv_pending == ((0, 0, 0),) and s.ghost.inv_acked == ()
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None

@@ -85,3 +85,43 @@ def test_offsets_rf3_with_min_insync_2_holds():
     assert r.verdict == "ok", r.violations
     assert r.stats.distinct == 190_222
     assert check_liveness(explore(m), m) == []
+
+
+def test_topic_created_after_start_holds_and_conforms_on_every_transition():
+    """The admin creates the topic after the cluster started: the controller's
+    /brokers/topics watch (TopicChange) puts its replicas in NewReplica and its
+    partition in NewPartition, the NewPartition election takes it OnlinePartition and
+    the live replicas OnlineReplica.  Every property holds (615 states, depth 16), and
+    the reference broker conforms on every transition (1,245)."""
+    m, cfg = _model("topic-created")
+    r = bfs.check(m)
+    assert r.verdict == "ok", r.violations
+    assert (r.stats.distinct, r.stats.depth) == (615, 16)
+    g = explore(m)
+    names = {a.name for _, a, _ in g.edges}
+    assert {"CreateTopic", "TopicChange"} <= names
+    h = Harness(m, KafkaImplementation, cfg)
+    cover = covering_set(g)
+    for init, acts in cover.traces:
+        d = h.run(acts, init)
+        assert d is None, d.render()
+
+
+def test_topic_change_walks_the_state_machines():
+    """NonExistent -> NewPartition/NewReplica on the watch, -> OnlinePartition/OnlineReplica
+    with the election, on both sides."""
+    m, cfg = _model("topic-created")
+    s = m.init_states()[0]
+    assert not s.zk.topic
+    names = ["ElectController(broker=0)", "CreateTopic()", "TopicChange(controller=0)", "ElectLeader(controller=0"]
+    acts = []
+    states = []
+    for w in names:
+        a = next(a for a in m.actions(s) if str(a).startswith(w))
+        acts.append(a)
+        s = m.next_state(s, a)
+        states.append(s.brokers[0].ctx)
+    assert states[1].partition_states == ("NonExistentPartition",)
+    assert states[2].partition_states == ("NewPartition",) and states[2].replica_states == (("NewReplica",) * 2,)
+    assert states[3].partition_states == ("OnlinePartition",) and states[3].replica_states == (("OnlineReplica",) * 2,)
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
