@@ -75,7 +75,7 @@ SPEC_TESTS = CommandCorpus(tuple(a for a in TESTS.argv[:-1] if a != "tests/test_
 # 6 minutes of CPU (docs/mutation.md).
 # The level is the score measured on the code it was set on (docs/mutation.md): a change
 # to impl/ that the corpus does not check, or a weaker corpus, takes the gate below it.
-GATE = MutationGate(120, 17, 66.3, ConformCorpus(CONFORMANCE.runs[:6]))
+GATE = MutationGate(120, 17, 65.4, ConformCorpus(CONFORMANCE.runs[:6]))
 
 TARGETS = {
     "impl": MutationTarget("impl", CONFORMANCE, "the reference broker against the conformance corpus",
