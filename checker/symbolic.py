@@ -489,7 +489,6 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
         broken = _which(s, s.model(), checks)
         s.add(dict(checks)[broken])         # the CTI shown breaks the conjunct it names
         s.check()
-        _least_run(s, [step])               # the least instance of the action, as bmc does
         m = _small_model(s, [f, *step.params.values()], timeout)
         ev = evaluator(m)
         i = m.eval(step.sel, model_completion=True).as_long()

@@ -205,6 +205,7 @@ def test_a_wrong_lemma_is_caught_as_not_inductive(tmp_path):
     bad.write_text("import z3\nfrom checker.symbolic import lemma\n"
                    "NoController = lemma('NoController', lambda f: f.zk_controller == -1)\n")
     res = prove(sym(brokers=3), ["AtMostOneActiveController"], lemmas=lemmas() + load_lemmas(bad))
+    assert res.cti is not None, f"no CTI: {res.unknown}"
     assert not res.proved and res.cti.broken == "NoController" and res.cti.action.name == "ElectController"
 
 
