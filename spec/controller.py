@@ -52,16 +52,16 @@ DOCS = {
 
 # -- helpers --------------------------------------------------------------------------
 
-def _with_ctx(s: KafkaState, c: int, ctx) -> KafkaState:
+def with_ctx(s: KafkaState, c: int, ctx) -> KafkaState:
     b = s.brokers[c]
     return s._replace(brokers=put(s.brokers, c, b._replace(ctx=ctx)))
 
 
-def _live(ctx: ControllerContext) -> tuple:
+def live_brokers(ctx: ControllerContext) -> tuple:
     return tuple(x > 0 for x in ctx.live)
 
 
-def _send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple,
+def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple,
                          live: tuple) -> KafkaState:
     """LeaderAndIsr for partition p to each target broker; ``replicas`` is the AR the
     controller knows (its cache), which the brokers adopt with the leadership.  Kafka's
@@ -107,15 +107,15 @@ def conditional_write(m, s: KafkaState, c: int, p: int, leader: int, isr: tuple,
     ctx = s.brokers[c].ctx
     zkp = s.zk.partitions[p]
     if m.cfg.zk_epoch_fencing and s.zk.controller_epoch != ctx.epoch:
-        return _with_ctx(s, c, None), False
+        return with_ctx(s, c, None), False
     new = LeaderIsr(leader, zkp.leader_epoch + 1 if bump else zkp.leader_epoch, isr,
                     ctx.epoch, zkp.version + 1)
     s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, new)))
-    s = _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, new)))
+    s = with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, new)))
     return s, True
 
 
-def _controllers(s: KafkaState):
+def running_controllers(s: KafkaState):
     """Brokers that believe they are the controller and are running, zombies
     included: they work through the elections and deletions already queued in
     their (stale) context."""
@@ -124,7 +124,7 @@ def _controllers(s: KafkaState):
             yield c, b.ctx
 
 
-def _watching(s: KafkaState):
+def watching_controllers(s: KafkaState):
     """Controllers that still receive ZooKeeper watch events.  A zombie's watches
     went with its session, so it reacts to no new broker, ISR, shutdown or
     deletion event; it only finishes what its context already holds."""
@@ -177,13 +177,13 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
     ctx = ControllerContext(epoch, live, zk.partitions, tuple(pstates), tuple(rstates),
                             tuple(False for _ in s.brokers), False, zk.ar, reassigning)
     s = s._replace(zk=zk._replace(controller=b, controller_epoch=epoch))
-    s = _with_ctx(s, b, ctx)
+    s = with_ctx(s, b, ctx)
     if zk.topic:
         # onControllerFailover: UpdateMetadata for every partition to every live broker,
         # then each live replica's LeaderAndIsr (the replica state machine's startup).
         for p, zkp in enumerate(zk.partitions):
             if zkp.version != NO_VERSION:
-                s = _send_leader_and_isr(m, s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p], live)
+                s = send_leader_and_isr(m, s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p], live)
     return s
 
 
@@ -191,7 +191,7 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
 
 def broker_change_enabled(m, s: KafkaState, out: list) -> None:
     sessions = s.zk.sessions
-    for c, ctx in _watching(s):
+    for c, ctx in watching_controllers(s):
         for b, seen in enumerate(ctx.live):
             now = sessions[b]
             if seen > 0 and now != seen:
@@ -217,7 +217,7 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
             pstates[p] = OFFLINE_PARTITION
     ctx = ctx._replace(live=put(ctx.live, b, 0), shutting_down=put(ctx.shutting_down, b, False),
                        partition_states=tuple(pstates), replica_states=tuple(rstates))
-    s = _with_ctx(s, c, ctx)
+    s = with_ctx(s, c, ctx)
     if OFFLINE_PARTITION in ctx.partition_states and not s.ghost.inv_partition_offline:
         s = s._replace(ghost=s.ghost._replace(inv_partition_offline=True))
     return s
@@ -240,7 +240,7 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
         if ctx.partitions[p].version != NO_VERSION and ctx.partition_states[p] == ONLINE_PARTITION:
             targets.append(p)
     ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
-    s = _with_ctx(s, c, ctx)
+    s = with_ctx(s, c, ctx)
     # onBrokerStartup: UpdateMetadata for every partition to every live broker (the new
     # one included), then the new broker's LeaderAndIsr.
     if s.zk.topic:
@@ -248,7 +248,7 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
             if li.version != NO_VERSION:
                 s = send_update_metadata(m, s, ctx.epoch, p, li, ctx.live)
     for p in targets:
-        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p], ctx.live)
+        s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p], ctx.live)
     return s
 
 
@@ -261,7 +261,7 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
         return None
     pstate = ctx.partition_states[p]
     ar = ctx.ar[p]
-    live = _live(ctx)
+    live = live_brokers(ctx)
     cached = s.zk.partitions[p]   # read from ZooKeeper, as Kafka 2.x does before electing
     if pstate == NEW_PARTITION:
         # NewPartition's write is a create; if the znode already exists (another
@@ -289,7 +289,7 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
 def elect_leader_enabled(m, s: KafkaState, out: list) -> None:
     if not s.zk.topic:
         return
-    for c, ctx in _controllers(s):
+    for c, ctx in running_controllers(s):
         for p in range(m.cfg.partitions):
             e = _election(m, s, ctx, p)
             if e:
@@ -314,9 +314,9 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
         rs = tuple(ONLINE_REPLICA if st == NEW_REPLICA and ctx.live[r] else st
                    for r, st in zip(m.ar[p], ctx.replica_states[p]))
         ctx = ctx._replace(replica_states=put(ctx.replica_states, p, rs))
-    s = _with_ctx(s, c, ctx)
-    live = _live(ctx)
-    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p],
+    s = with_ctx(s, c, ctx)
+    live = live_brokers(ctx)
+    s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p],
                              ctx.live)
     g = s.ghost
     if not clean:
@@ -336,7 +336,7 @@ def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
     down: taken once, it removes the replica from the ISR if it is a follower there."""
     if not s.zk.topic:
         return
-    for c, ctx in _controllers(s):
+    for c, ctx in running_controllers(s):
         if ctx.deleting:
             continue
         for p, ar in enumerate(ctx.ar):
@@ -356,19 +356,19 @@ def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
         if not written:
             return s
         ctx = s.brokers[c].ctx
-        live = _live(ctx)
-        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p],
+        live = live_brokers(ctx)
+        s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p],
                                  [x for x in ctx.ar[p] if live[x] and x != r], ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
     i = m.ar[p].index(r)
     rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
-    return _with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, rs)))
+    return with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, rs)))
 
 
 def topic_change_enabled(m, s: KafkaState, out: list) -> None:
     if not m.cfg.create_topic_after_start or not s.zk.topic:
         return
-    for c, ctx in _watching(s):
+    for c, ctx in watching_controllers(s):
         if all(st == NON_EXISTENT_PARTITION for st in ctx.partition_states) and not ctx.deleting:
             out.append(action("TopicChange", controller=c))
 
@@ -383,11 +383,11 @@ def topic_change(m, s: KafkaState, a: Action) -> KafkaState:
     rstates = tuple(tuple(NEW_REPLICA if r in ar[p] else NON_EXISTENT_REPLICA for r in slots)
                     for p, slots in enumerate(m.ar))
     ctx = ctx._replace(ar=ar, partition_states=tuple(NEW_PARTITION for _ in ar), replica_states=rstates)
-    return _with_ctx(s, c, ctx)
+    return with_ctx(s, c, ctx)
 
 
 def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
-    for c, ctx in _watching(s):
+    for c, ctx in watching_controllers(s):
         for p, zkp in enumerate(s.zk.partitions):
             cached = ctx.partitions[p]
             # /isr_change_notification: only the leader's own ISR writes notify.
@@ -399,7 +399,7 @@ def isr_notification_enabled(m, s: KafkaState, out: list) -> None:
 def isr_notification(m, s: KafkaState, a: Action) -> KafkaState:
     c, p = a.get("controller"), a.get("partition")
     ctx = s.brokers[c].ctx
-    s = _with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, s.zk.partitions[p])))
+    s = with_ctx(s, c, ctx._replace(partitions=put(ctx.partitions, p, s.zk.partitions[p])))
     # processUpdateNotifications: UpdateMetadata for the partition to every live broker.
     return send_update_metadata(m, s, ctx.epoch, p, s.zk.partitions[p], ctx.live)
 
@@ -409,7 +409,7 @@ def isr_notification(m, s: KafkaState, a: Action) -> KafkaState:
 def controlled_shutdown_enabled(m, s: KafkaState, out: list) -> None:
     if s.budget.controlled_shutdowns == 0:
         return
-    for c, ctx in _watching(s):
+    for c, ctx in watching_controllers(s):
         for b, seen in enumerate(ctx.live):
             if seen > 0 and not ctx.shutting_down[b] and s.brokers[b].alive:
                 out.append(action("ControlledShutdown", controller=c, broker=b))
@@ -421,7 +421,7 @@ def controlled_shutdown(m, s: KafkaState, a: Action) -> KafkaState:
     # Leadership moves in ElectLeader(strategy='controlled_shutdown'); the broker's
     # follower replicas go OfflineReplica (out of the ISR) in RemoveReplicaFromIsr.
     ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True))
-    s = _with_ctx(s, c, ctx)
+    s = with_ctx(s, c, ctx)
     return s._replace(budget=s.budget._replace(controlled_shutdowns=s.budget.controlled_shutdowns - 1))
 
 
@@ -430,7 +430,7 @@ def controlled_shutdown(m, s: KafkaState, a: Action) -> KafkaState:
 def deletion_enabled(m, s: KafkaState, out: list) -> None:
     if not m.cfg.delete_topic_enable or not s.zk.topic:
         return
-    for c, ctx in _controllers(s):
+    for c, ctx in running_controllers(s):
         if not ctx.deleting:
             # A topic with a reassignment pending is ineligible for deletion (Kafka 2.x).
             if (s.zk.delete_topic and s.zk.controller == c and not any(s.zk.reassign)
@@ -438,7 +438,7 @@ def deletion_enabled(m, s: KafkaState, out: list) -> None:
                 out.append(action("StartTopicDeletion", controller=c))
             continue
         all_done = True
-        live = _live(ctx)
+        live = live_brokers(ctx)
         for p, ar in enumerate(ctx.ar):
             for r in ar:
                 st = ctx.replica_states[p][m.ar[p].index(r)]
@@ -460,7 +460,7 @@ def start_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
         for rs in ctx.replica_states)
     pstates = tuple(OFFLINE_PARTITION if legal_partition(st, OFFLINE_PARTITION) else st
                     for st in ctx.partition_states)
-    return _with_ctx(s, c, ctx._replace(deleting=True, replica_states=rstates, partition_states=pstates))
+    return with_ctx(s, c, ctx._replace(deleting=True, replica_states=rstates, partition_states=pstates))
 
 
 def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
@@ -475,14 +475,14 @@ def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     else:
         st = REPLICA_DELETION_INELIGIBLE
     ctx = s.brokers[c].ctx
-    return _with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, st))))
+    return with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, st))))
 
 
 def retry_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
     ctx = s.brokers[c].ctx
     i = m.ar[p].index(r)
-    return _with_ctx(s, c, ctx._replace(
+    return with_ctx(s, c, ctx._replace(
         replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, OFFLINE_REPLICA))))
 
 
@@ -490,7 +490,7 @@ def complete_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     c = a.get("controller")
     ctx = s.brokers[c].ctx
     if m.cfg.zk_epoch_fencing and s.zk.controller_epoch != ctx.epoch:
-        return _with_ctx(s, c, None)
+        return with_ctx(s, c, None)
     n = m.cfg.partitions
     ctx = ctx._replace(
         deleting=False,
@@ -499,7 +499,7 @@ def complete_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
         partitions=tuple(NO_STATE for _ in range(n)))
     s = s._replace(zk=s.zk._replace(topic=False, delete_topic=False,
                                     partitions=tuple(NO_STATE for _ in range(n))))
-    return _with_ctx(s, c, ctx)
+    return with_ctx(s, c, ctx)
 
 
 ENABLED = (

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import election
-from spec.controller import _controllers, _live, _send_leader_and_isr, _watching, _with_ctx, conditional_write
+from spec.controller import (conditional_write, live_brokers, running_controllers, send_leader_and_isr,
+                             watching_controllers, with_ctx)
 from spec.state import (
     NEW_REPLICA, NO_LEADER, NO_VERSION, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, KafkaState, Reassignment, StopReplica, add_request,
@@ -109,7 +110,7 @@ def next_step(s: KafkaState, p: int, r: Reassignment) -> str | None:
 def _step7(s: KafkaState, ctx, p: int, r: Reassignment):
     """``(leader, elected)`` for step 7, or None when no replica of RAR can lead yet."""
     zkp = s.zk.partitions[p]   # moveReassignedPartitionLeaderIfRequired reads the leader
-    live = _live(ctx)
+    live = live_brokers(ctx)
     if zkp.leader in r.target and live[zkp.leader]:
         return zkp.leader, False
     e = election.reassign_partition(r.target, zkp.isr, live)
@@ -126,7 +127,7 @@ def busy(m, s: KafkaState) -> frozenset:
     """Controllers in the middle of a reassignment event: they take no action but
     the next step (other actors, faults and other controllers interleave freely)."""
     out = set()
-    for c, ctx in _controllers(s):
+    for c, ctx in running_controllers(s):
         for p, r in enumerate(ctx.reassigning):
             if r is not None and r.step in BUSY and (r.step != "6" or _step7(s, ctx, p, r) is not None):
                 out.add(c)
@@ -150,8 +151,8 @@ def admin_enabled(m, s: KafkaState, out: list) -> None:
 def steps_enabled(m, s: KafkaState, out: list) -> None:
     if not m.reassign_targets or not s.zk.topic:
         return
-    watching = {c for c, _ in _watching(s)}
-    for c, ctx in _controllers(s):
+    watching = {c for c, _ in watching_controllers(s)}
+    for c, ctx in running_controllers(s):
         if ctx.deleting:
             continue
         for p, r in enumerate(ctx.reassigning):
@@ -187,7 +188,7 @@ def _set_zk(s: KafkaState, **changes) -> KafkaState:
 def _advance(s: KafkaState, c: int, p: int, step: str, **ctx_changes) -> KafkaState:
     ctx = s.brokers[c].ctx
     r = ctx.reassigning[p]._replace(step=step)
-    return _with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, r), **ctx_changes))
+    return with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, r), **ctx_changes))
 
 
 def _move_replicas(m, ctx, p: int, replicas, target: str):
@@ -230,13 +231,13 @@ def start_reassignment(m, s: KafkaState, a: Action) -> KafkaState:
     c, p = a.get("controller"), a.get("partition")
     ctx = s.brokers[c].ctx
     r = Reassignment(s.zk.reassign[p], ctx.ar[p], "0")
-    return _with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, r)))
+    return with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, r)))
 
 
 def extend_ar(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, ctx, r = _reassignment(s, a)
     if _fenced(m, s, c):
-        return _with_ctx(s, c, None)
+        return with_ctx(s, c, None)
     ar = extended(r)
     s = _set_zk(s, ar=put(s.zk.ar, p, ar))
     return _advance(s, c, p, "1", ar=put(ctx.ar, p, ar))
@@ -249,8 +250,8 @@ def bump_leader_epoch(m, s: KafkaState, a: Action) -> KafkaState:
     if not written:
         return s
     ctx = s.brokers[c].ctx
-    live = _live(ctx)
-    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]], ctx.ar[p],
+    live = live_brokers(ctx)
+    s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]], ctx.ar[p],
                              ctx.live)
     return _advance(s, c, p, "2")
 
@@ -278,18 +279,18 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
     if not written:
         return s
     ctx = s.brokers[c].ctx
-    live = _live(ctx)
+    live = live_brokers(ctx)
     if elected:
         # the OnlinePartition transition with the ReassignPartition strategy: the
         # request goes to the (new) AR.
         if legal_partition(ctx.partition_states[p], ONLINE_PARTITION):
             ctx = ctx._replace(partition_states=put(ctx.partition_states, p, ONLINE_PARTITION))
-            s = _with_ctx(s, c, ctx)
+            s = with_ctx(s, c, ctx)
         targets = ctx.ar[p]
     else:
         # updateLeaderEpochAndSendRequest: to OAR + RAR, with AR = RAR.
         targets = extended(r)
-    s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in targets if live[x]], ctx.ar[p],
+    s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in targets if live[x]], ctx.ar[p],
                              ctx.live)
     g = s.ghost
     s = s._replace(ghost=g._replace(inv_leader_moved=put(g.inv_leader_moved, p, r.target)))
@@ -313,8 +314,8 @@ def offline_old_replicas(m, s: KafkaState, a: Action) -> KafkaState:
         if not written:
             return s
         ctx = s.brokers[c].ctx
-        live = _live(ctx)
-        s = _send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]],
+        live = live_brokers(ctx)
+        s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]],
                                  ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
     s = _send_stop_replica(s, ctx, p, old, delete=False)
@@ -347,7 +348,7 @@ def remove_replicas(m, s: KafkaState, a: Action) -> KafkaState:
 def shrink_ar(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, ctx, r = _reassignment(s, a)
     if _fenced(m, s, c):
-        return _with_ctx(s, c, None)
+        return with_ctx(s, c, None)
     s = _set_zk(s, ar=put(s.zk.ar, p, r.target))
     return _advance(s, c, p, "10", ar=put(ctx.ar, p, r.target))
 
@@ -355,9 +356,9 @@ def shrink_ar(m, s: KafkaState, a: Action) -> KafkaState:
 def complete_reassignment(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, ctx, r = _reassignment(s, a)
     if _fenced(m, s, c):
-        return _with_ctx(s, c, None)
+        return with_ctx(s, c, None)
     s = _set_zk(s, reassign=put(s.zk.reassign, p, ()))
-    s = _with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, None)))
+    s = with_ctx(s, c, ctx._replace(reassigning=put(ctx.reassigning, p, None)))
     if s.zk.ar[p] == r.target and not s.ghost.inv_reassigned:
         s = s._replace(ghost=s.ghost._replace(inv_reassigned=True))
     return s

@@ -27,6 +27,7 @@ from checker.errors import UsageError
 from checker.result import OK, VIOLATED, Violation
 from checker.trace import action_to_json
 from spec.config import KafkaConfig
+from spec.controller import live_brokers, send_leader_and_isr
 from spec.family import FAMILY
 from spec.model import KafkaModel
 from spec.properties import reassignment_isr_in_ar, reassignment_leader_in_rar
@@ -309,15 +310,14 @@ class TellTheLeader(KafkaModel):
     for this message)."""
 
     def next_state(self, state, act):
-        from spec.controller import _live, _send_leader_and_isr
         nxt = super().next_state(state, act)
         if act.name in ("RemoveReplicaFromIsr", "ReassignOfflineOldReplicas"):
             c, p = act.get("controller"), act.get("partition")
             ctx = nxt.brokers[c].ctx
             if ctx is not None and nxt.zk.partitions[p] != state.zk.partitions[p]:
                 li = ctx.partitions[p]
-                if li.leader >= 0 and _live(ctx)[li.leader] and li.leader not in ctx.ar[p]:
-                    nxt = _send_leader_and_isr(nxt, ctx.epoch, p, li, [li.leader], ctx.ar[p])
+                if li.leader >= 0 and live_brokers(ctx)[li.leader] and li.leader not in ctx.ar[p]:
+                    nxt = send_leader_and_isr(self, nxt, ctx.epoch, p, li, [li.leader], ctx.ar[p], ctx.live)
         return nxt
 
 
