@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -229,6 +230,41 @@ def _say(verdict: str, where: str, detail: str) -> int:
 
 # ------------------------------------------------------------------------------ one mutant
 
+# The children running now, so that a run that is stopped (SIGTERM, Ctrl-C) can kill
+# them: each starts in its own session, out of reach of the signals sent to kmc's.
+_CHILDREN: set = set()
+_CHILDREN_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def stop_children() -> None:
+    """Kill every running child's process group and start no new one (the run is
+    being stopped); each ``run_one`` then removes its own copy of the project."""
+    with _CHILDREN_LOCK:
+        _STOPPING.set()
+        procs = list(_CHILDREN)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def children_stopped() -> None:
+    """The stopped run is cleaned up: children may start again (a later run in this process)."""
+    _STOPPING.clear()
+
+
+def _start(argv: list, cwd: Path, env: dict) -> subprocess.Popen | None:
+    with _CHILDREN_LOCK:
+        if _STOPPING.is_set():
+            return None
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        _CHILDREN.add(proc)
+        return proc
+
+
 def run_one(root: str, job: dict, job_path: str, mutant: Mutant | None, timeout: float, scratch: str,
             selection: list | None = None, coverage: bool = False) -> dict:
     """Run the corpus against ``mutant`` (None: the unmutated code) in a fresh copy of
@@ -257,14 +293,21 @@ def run_one(root: str, job: dict, job_path: str, mutant: Mutant | None, timeout:
                 argv += ["--coverage", str(work / "coverage.json")]
         else:
             argv = list(job["argv"])
-        proc = subprocess.Popen(argv, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+        proc = _start(argv, copy, env)
+        if proc is None:
+            return {"verdict": ERROR, "seconds": 0.0, "where": "", "detail": "the run was stopped"}
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill(proc)
             return {"verdict": TIMEOUT, "seconds": time.monotonic() - t0, "where": "",
                     "detail": f"no verdict within {timeout:.0f} s"}
+        except BaseException:
+            _kill(proc)                 # stopped (SIGTERM, Ctrl-C) while the child runs
+            raise
+        finally:
+            with _CHILDREN_LOCK:
+                _CHILDREN.discard(proc)
         seconds = time.monotonic() - t0
         if job["kind"] == "conform":
             verdict = {**_child_verdict(out, proc.returncode), "seconds": seconds}
@@ -391,7 +434,8 @@ def run_all(run: Run, scratch: str, job_path: str, progress: Callable[[list], No
         results.update(_run_spark(run, todo, plans, scratch, job_path, spark_master))
         progress(list(results.values()))
     else:
-        with ThreadPoolExecutor(max_workers=max(1, run.workers)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, run.workers))
+        try:
             futures = {pool.submit(run_one, str(run.root), run.job, job_path, m, plans[m.id][1], scratch,
                                    plans[m.id][0]): m for m in todo}
             done: list = list(results.values())
@@ -400,6 +444,13 @@ def run_all(run: Run, scratch: str, job_path: str, progress: Callable[[list], No
                 results[m.id] = f.result()
                 done.append(results[m.id])
                 progress(done)
+        except BaseException:
+            # Stopped: kill the running children (their threads then remove their
+            # copies of the project) and start no other.
+            stop_children()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     out = []
     for m in run.mutants:
         if m.id in run.equivalents:

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -163,6 +168,35 @@ def test_a_bad_equivalents_line_and_a_failing_corpus_are_reported(toy):
     src.write_text(src.read_text().replace("self.n = 0\n        self.resets", "self.n = 1\n        self.resets"))
     r = cli_support.kmc("mutate", *MODEL, "--quiet", cwd=toy)
     cli_support.one_line_error(r, "fails on the unmutated code", code=1, reproduce="kmc mutate")
+
+
+def test_sigterm_stops_the_running_mutants_and_removes_the_scratch_directory(toy, tmp_path):
+    pids, scratch = tmp_path / "pids", tmp_path / "scratch"
+    pids.mkdir()
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(cli_support.ROOT), TOY_PIDS=str(pids), TMPDIR=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "checker", "mutate", "slow", *MODEL, "--sample", "4",
+                             "--workers", "2", "--quiet"], cwd=toy, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(pids.iterdir())) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        children = [int(p.read_text() or 0) for p in pids.iterdir()]
+        assert len(children) == 2 and all(children), (proc.poll(), children)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    cli_support.one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, out, err),
+                               "terminated (SIGTERM)", code=130, reproduce="kmc mutate")
+    for pid in children:                           # killed, and no third mutant started
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert len(list(pids.iterdir())) == 2
+    assert list(scratch.iterdir()) == []           # the snapshot and every mutant's copy removed
 
 
 @pytest.mark.spark

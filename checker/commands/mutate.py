@@ -19,7 +19,9 @@ import fnmatch
 import importlib.util
 import json
 import shutil
+import signal
 import sys
+import threading
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +34,7 @@ from checker.config import resolve
 from checker.errors import UsageError
 from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample, valid
 from checker.mutation_run import (
-    IGNORE, SURVIVED, Run, baseline, prepare_command, prepare_conform, report, run_all, score,
+    IGNORE, SURVIVED, Run, baseline, children_stopped, prepare_command, prepare_conform, report, run_all, score,
 )
 
 DEFAULT_SAMPLE = 200
@@ -125,6 +127,11 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         return _measure(args, command, family, ref, name, target, root, modules, "")
     # Every mutant is a copy of one snapshot of the project, taken now: editing the
     # working tree while mutants run changes nothing.
+    # SIGTERM (a CI timeout, kill) stops the run as Ctrl-C does: the running children are
+    # killed (they run in sessions of their own, out of reach of both signals) and the
+    # scratch directory is removed.
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
     scratch = tempfile.mkdtemp(prefix="kmc-mutate-")
     try:
         snapshot = Path(scratch) / "snapshot"
@@ -132,6 +139,14 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         return _measure(args, command, family, ref, name, target, snapshot, modules, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        children_stopped()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt("terminated (SIGTERM): the running mutants were stopped and the scratch directory "
+                            "removed")
 
 
 def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name: str, target: Any, root: Path,

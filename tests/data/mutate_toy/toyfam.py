@@ -3,7 +3,7 @@ implementation of it (toyimpl/counter.py) whose mutants kmc mutate runs against 
 conformance corpus declared here."""
 
 from checker.model import Model, ModelFamily, Parameter, Preset, action
-from checker.mutation import ConformCorpus, ConformRun, MutationGate, MutationTarget
+from checker.mutation import CommandCorpus, ConformCorpus, ConformRun, MutationGate, MutationTarget
 
 
 class Counter(Model):
@@ -35,7 +35,13 @@ class CounterFamily(ModelFamily):
         "toyimpl", ConformCorpus((ConformRun("two --probe", preset="two", probe=True),
                                   ConformRun("three", preset="three"))),
         equivalents="equivalent.txt",
-        gate=MutationGate(6, 3, 100.0, ConformCorpus((ConformRun("two --probe", preset="two", probe=True),))))}
+        gate=MutationGate(6, 3, 100.0, ConformCorpus((ConformRun("two --probe", preset="two", probe=True),)))),
+        # A command corpus that passes at once on the unmutated code and, on a mutant, writes
+        # its pid to $TOY_PIDS and sleeps: what tests/test_mutation.py stops with SIGTERM.
+        "slow": MutationTarget("toyimpl", CommandCorpus((
+            "{python}", "-c", "import os, time; m = os.environ['KMC_MUTANT']; d = os.environ['TOY_PIDS'];\n"
+            "if m != 'unmutated':\n"
+            "    open(os.path.join(d, m), 'w').write(str(os.getpid())); time.sleep(600)")))}
 
     def build(self, config):
         return Counter(config["limit"])
