@@ -98,6 +98,8 @@ def run(options: Mapping[str, Any], progress: Callable[[str], None] = lambda s: 
             f"controller epochs: {report['controller_epochs']}, at most one controller acted in each",
             f"every partition with a live ISR member has a serving leader (recovered in "
             f"{report['recovery_seconds']} s)",
+            f"every live broker's metadata cache names that leader (after {report['metadata_seconds']} s); "
+            f"the producer's metadata requests: {prod.metadata_requests}",
             f"state-change logs parse: {report['log_lines']} lines",
         ]
     except ClusterError as e:

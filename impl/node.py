@@ -14,6 +14,12 @@ carries what the deterministic driver (impl/cluster.py) carries in one process.
   a sender thread per broker delivers them in order, retrying while the broker is down
   (Kafka's ControllerChannelManager).  A resigned controller's queues are dropped; a
   zombie (its session expired, not yet aware) still sends what it queued.
+- The metadata: the controller sends UpdateMetadata with every LeaderAndIsr batch, on
+  failover, on a broker's startup and on an ISR change (impl/controller.py), through the
+  same queue per destination, so a broker gets them in the order they were sent; the
+  broker applies them behind the controller-epoch check (``handle_update_metadata``) and
+  answers the clients' MetadataRequest from that cache, never from ZooKeeper.  The
+  producer (impl/proccluster.py) finds its leader that way, as a Kafka client does.
 - The fetcher: a thread that, for every partition this broker follows, runs the
   OffsetsForLeaderEpoch exchange when truncating, else a fetch, against the leader.
 - The leader's timers: a follower of the ISR that has not caught up with the leader's
@@ -54,12 +60,20 @@ from impl.broker import BrokerDisk, KafkaServer
 from impl.config import BrokerConfig
 from impl.log import Log
 from impl.replica_manager import NONE, NOT_LEADER_FOR_PARTITION, FetchRequest, OffsetsForLeaderEpochRequest
-from impl.requests import LeaderAndIsrRequest, Respond, Send, StopReplicaRequest, StopReplicaResponse
+from impl.requests import (
+    LeaderAndIsrRequest,
+    Respond,
+    Send,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+)
 from impl.zkclient import NO_LEADER, TopicPartition
 from impl.zkrecord import RecordingStore
 from impl.zkstore import ConnectionLossError, ZooKeeperStore
 
 REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"
 
 
 def clock_us() -> int:
@@ -338,6 +352,14 @@ class BrokerNode:
                 self.persist()
                 self.request_log(msg, err)
             return W.LeaderAndIsrResponse(self.broker_id, err or "UNKNOWN")
+        if isinstance(msg, UpdateMetadataRequest):
+            with self.lock:
+                err = rm.handle_update_metadata(msg)
+            return W.UpdateMetadataResponse(self.broker_id, err)
+        if isinstance(msg, W.MetadataRequest):
+            with self.lock:
+                leader = rm.metadata_cache.get(msg.topic_partition, NO_LEADER)
+            return W.MetadataResponse(NONE if leader != NO_LEADER else LEADER_NOT_AVAILABLE, leader)
         if isinstance(msg, StopReplicaRequest):
             with self.lock:
                 effects = rm.handle_stop_replica(msg)
@@ -459,7 +481,7 @@ def main(argv=None) -> int:
     ap.add_argument("--broken", choices=KINDS, action="append", default=[],
                     help="KNOWN-BAD: run with this bug (impl/broken.py), for trace validation to catch")
     args = ap.parse_args(argv)
-    config = BrokerConfig(min_insync_replicas=args.min_insync_replicas,
+    config = BrokerConfig(min_insync_replicas=args.min_insync_replicas, send_update_metadata=True,
                           controller_epoch_check="controller-epoch-check" not in args.broken)
     for kind in args.broken:
         install(kind)

@@ -19,6 +19,8 @@ What is checked (``check``), after the cluster settled:
   line of every broker's state-change log names one C per E, and the ZooKeeper
   ``/controller_epoch`` is the largest E;
 - every partition with a live ISR member has a live leader that serves the consumer;
+- every live broker's MetadataCache (which only UpdateMetadata fills, and which the
+  producer routes by) names the leader ZooKeeper names;
 - every line of every state-change log parses (impl/statelog.py).
 """
 
@@ -49,25 +51,58 @@ class ClusterError(RuntimeError):
 
 
 class Producer:
-    """acks=all writes, one at a time, to whichever broker ZooKeeper names as leader."""
+    """acks=all writes, one at a time, to whichever broker the brokers' metadata caches
+    name as leader, the way a Kafka producer routes: a MetadataRequest to some live
+    broker (taken in turn, Kafka's least-loaded node), its answer kept until a produce
+    fails, then asked again (``Metadata.requestUpdate`` on NOT_LEADER_FOR_PARTITION or a
+    lost connection).  ZooKeeper is never read for routing."""
 
     def __init__(self, cluster: "ProcessCluster", partitions) -> None:
         self.cluster = cluster
         self.partitions = list(partitions)
         self.acknowledged: list[tuple[int, int, int]] = []     # (partition, offset, leader epoch)
         self.attempts = 0
+        self.metadata_requests = 0
         self.errors: dict[str, int] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.conns: dict[int, W.Connection] = {}
+        self.leaders: dict[int, int] = {}                     # partition -> leader, from a metadata cache
+        self._next = 0
+
+    def _count(self, error: str) -> None:
+        self.errors[error] = self.errors.get(error, 0) + 1
+
+    def leader(self, p: int) -> int:
+        """The partition's leader as a broker's MetadataCache names it (NO_LEADER when no
+        broker answered with one)."""
+        if p in self.leaders:
+            return self.leaders[p]
+        brokers = sorted(self.cluster.ports)
+        for i in range(len(brokers)):
+            b = brokers[(self._next + i) % len(brokers)]
+            conn = self.conns.setdefault(b, W.Connection(self.cluster.ports[b], timeout=1.0))
+            try:
+                resp = conn.call(W.MetadataRequest(TopicPartition(TOPIC, p)), timeout=1.0)
+            except (OSError, W.WireError) as e:
+                self._count(type(e).__name__)
+                continue
+            self.metadata_requests += 1
+            if resp.error == NONE and resp.leader in self.cluster.ports:
+                self._next = (self._next + i + 1) % len(brokers)
+                self.leaders[p] = resp.leader
+                return resp.leader
+            self._count(resp.error)
+        self._next = (self._next + 1) % len(brokers)
+        return NO_LEADER
 
     def _run(self) -> None:
         i = 0
         while not self.stop.is_set():
             p = self.partitions[i % len(self.partitions)]
             i += 1
-            leader = self.cluster.leader_of(p)
-            if leader == NO_LEADER or leader not in self.cluster.ports:
+            leader = self.leader(p)
+            if leader == NO_LEADER:
                 time.sleep(0.05)
                 continue
             conn = self.conns.setdefault(leader, W.Connection(self.cluster.ports[leader], timeout=1.0))
@@ -75,13 +110,15 @@ class Producer:
             try:
                 resp = conn.call(W.ProduceRequest(TopicPartition(TOPIC, p), "all"), timeout=8.0)
             except (OSError, W.WireError) as e:
-                self.errors[type(e).__name__] = self.errors.get(type(e).__name__, 0) + 1
+                self._count(type(e).__name__)
+                self.leaders.pop(p, None)
                 time.sleep(0.05)
                 continue
             if resp.error == NONE:
                 self.acknowledged.append((p, resp.offset, resp.leader_epoch))
             else:
-                self.errors[resp.error] = self.errors.get(resp.error, 0) + 1
+                self._count(resp.error)
+                self.leaders.pop(p, None)
                 time.sleep(0.05)
             time.sleep(0.005)
 
@@ -255,6 +292,26 @@ class ProcessCluster:
             return True
         return self.wait(ok, timeout, "a serving leader for every partition with a live ISR member")
 
+    def cached_leader(self, b: int, p: int) -> int | None:
+        """What broker ``b``'s MetadataCache names as the leader of ``p`` (None: no answer)."""
+        try:
+            resp = W.Connection(self.ports[b], timeout=1.0).call(W.MetadataRequest(TopicPartition(TOPIC, p)))
+        except (OSError, W.WireError):
+            return None
+        return resp.leader
+
+    def wait_for_metadata(self, timeout: float = 30.0) -> float:
+        """Every live registered broker's MetadataCache names the leader ZooKeeper names
+        (the controller's UpdateMetadata requests reached them all)."""
+        def ok():
+            live = self.live() & self.registered()
+            for p in range(self.partitions):
+                want = self.leader_of(p)
+                if any(self.cached_leader(b, p) != want for b in live):
+                    return False
+            return True
+        return self.wait(ok, timeout, "every live broker's metadata cache to name the leader ZooKeeper names")
+
     def wait_for_full_isr(self, timeout: float = 30.0) -> float:
         def ok():
             live = self.live()
@@ -281,7 +338,7 @@ class ProcessCluster:
         return {b: self.dir / f"broker-{b}" / "state-change.log" for b in range(self.n)}
 
     def check(self, acknowledged) -> dict:
-        """The four checks of a fault test; raises ClusterError naming the first failure."""
+        """The five checks of a fault test; raises ClusterError naming the first failure."""
         report = {"acknowledged": len(acknowledged)}
         # 1. every state-change log parses
         entries = []
@@ -303,7 +360,9 @@ class ProcessCluster:
         report["controller_epochs"] = len(by_epoch)
         # 3. leaders recovered
         report["recovery_seconds"] = round(self.wait_for_leaders(), 2)
-        # 4. no acknowledged record lost
+        # 4. the metadata caches caught up
+        report["metadata_seconds"] = round(self.wait_for_metadata(), 2)
+        # 5. no acknowledged record lost
         lost = []
         for p in range(self.partitions):
             mine = [(o, e) for q, o, e in acknowledged if q == p]

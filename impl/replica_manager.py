@@ -209,6 +209,9 @@ class ReplicaManager:
             return STALE_CONTROLLER_EPOCH
         self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         self.metadata_cache[req.topic_partition] = req.leader
+        self._trace("", f"Cached leader info leader {req.leader} leader epoch {req.leader_epoch} for partition "
+                    f"{req.topic_partition} in response to UpdateMetadata request sent by controller "
+                    f"{req.controller_id} epoch {req.controller_epoch}")
         return NONE
 
     def handle_stop_replica(self, req: StopReplicaRequest) -> list:

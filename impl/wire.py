@@ -3,7 +3,7 @@
 A frame is a 4-byte big-endian length and that many bytes of JSON:
 ``{"type": "<class name>", "fields": {...}}``.  The classes are the NamedTuples the
 sans-IO core already exchanges (impl/requests.py, impl/replica_manager.py) plus the
-clients' produce and consume requests defined here; nothing else decodes, so a frame
+clients' metadata, produce and consume requests defined here; nothing else decodes, so a frame
 can never name code to run.  ``TopicPartition`` travels as ``[topic, partition]`` and
 every other JSON list comes back as a tuple, as the core builds them.
 
@@ -33,7 +33,7 @@ from impl.replica_manager import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
-from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse
+from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest
 from impl.zkclient import TopicPartition
 
 MAX_FRAME = 16 * 1024 * 1024
@@ -41,6 +41,19 @@ MAX_FRAME = 16 * 1024 * 1024
 
 class WireError(Exception):
     """A frame that is not one of ours (bad length, bad JSON, unknown type or fields)."""
+
+
+class MetadataRequest(NamedTuple):
+    """A client's question "who leads this partition?" (Kafka's MetadataRequest).  Any
+    broker answers it from its own MetadataCache (``KafkaApis.handleTopicMetadataRequest``),
+    which only the controller's UpdateMetadata requests fill, not from ZooKeeper."""
+
+    topic_partition: TopicPartition
+
+
+class MetadataResponse(NamedTuple):
+    error: str                     # NONE | LEADER_NOT_AVAILABLE (the cache names no leader)
+    leader: int
 
 
 class ProduceRequest(NamedTuple):
@@ -75,6 +88,11 @@ class LeaderAndIsrResponse(NamedTuple):
     error: str
 
 
+class UpdateMetadataResponse(NamedTuple):
+    broker_id: int
+    error: str                     # NONE | STALE_CONTROLLER_EPOCH
+
+
 class Ack(NamedTuple):
     """The answer to a request that needs none (a StopReplica whose response is sent separately)."""
 
@@ -83,6 +101,7 @@ class Ack(NamedTuple):
 
 TYPES = {cls.__name__: cls for cls in (
     LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse, MetadataRequest, MetadataResponse,
     FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     ProduceRequest, ProduceResponse, ConsumeRequest, ConsumeResponse, Ack)}
 

@@ -54,6 +54,7 @@ def _report(c: ProcessCluster, fault: str, prod, reassignments: str = "", valida
         with open(out, "a") as f:
             f.write(json.dumps(r) + "\n")
     assert r["lost"] == 0 and r["acknowledged"] > 0, r
+    assert prod.metadata_requests > 0, "the producer routes by the brokers' metadata caches"
     assert not run.notes, run.notes
     if validate:
         assert v.ok, v.render()

@@ -175,3 +175,15 @@ def test_a_zombies_update_metadata_routes_a_producer_to_the_former_leader_with_e
     assert s.brokers[0].metadata == (0,) and s.brokers[0].replicas[0].log == (0,)
     assert s.ghost.inv_pending == ((0, 0, 0),) and s.ghost.inv_acked == ()
     assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+
+
+def test_the_process_clusters_wire_carries_update_metadata_and_metadata_requests():
+    """impl/node.py serves UpdateMetadata and the clients' MetadataRequest over impl/wire.py
+    (the cluster tests run them for real); every one of these frames decodes to itself."""
+    from impl import wire as W
+    from impl.requests import UpdateMetadataRequest
+
+    for msg in (UpdateMetadataRequest(1, 2, TP0, 0, 3), W.UpdateMetadataResponse(0, "STALE_CONTROLLER_EPOCH"),
+                W.MetadataRequest(TP0), W.MetadataResponse("LEADER_NOT_AVAILABLE", NO_LEADER)):
+        frame = W.encode(msg)
+        assert W.decode(frame[4:]) == msg
