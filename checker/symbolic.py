@@ -258,7 +258,7 @@ def _by_name(acts: Sequence[SymAction]) -> dict[str, list[int]]:
     return out
 
 
-class _Step:
+class TransitionStep:
     """The transition from frame f to frame g over a set of action instances, chosen by
     a selector constant: each variable of g is an if-then-else over the instances that
     change it.  Parameters are shared by the instances of one action name (only one
@@ -312,7 +312,7 @@ def _state_pred(inv: SymInvariant, f: Frame) -> z3.BoolRef:
         raise ModelError(f"invariant {inv.name!r}: building its z3 predicate raised {_exc(e)}") from e
 
 
-def _step_violation(inv: SymInvariant, step: _Step) -> z3.BoolRef:
+def _step_violation(inv: SymInvariant, step: TransitionStep) -> z3.BoolRef:
     """Some chosen instance breaks step invariant ``inv`` (instances where it holds
     trivially are left out)."""
     if not inv.per_action:
@@ -452,7 +452,7 @@ def prove(model: SymbolicModel, names: Sequence[str], *, lemmas: Sequence[SymInv
     post = [(c.name, _state_pred(c, g)) for c in conj]
     for aname, idx in _by_name(acts).items():
         t0 = time.perf_counter()
-        step = _Step(model, acts, idx, f, g, 0)
+        step = TransitionStep(model, acts, idx, f, g, 0)
         s = _solver(timeout)
         s.add(*pre)
         s.add(*step.constraints)
@@ -573,7 +573,7 @@ def _least(s: z3.Solver, terms: Sequence[z3.ExprRef]) -> z3.ModelRef:
     return m
 
 
-def _least_run(s: z3.Solver, steps: Sequence[_Step]) -> z3.ModelRef:
+def _least_run(s: z3.Solver, steps: Sequence[TransitionStep]) -> z3.ModelRef:
     """The least run of ``s``: the first step's action instance, then its parameters,
     then the next step's; so a counterexample is the same whatever z3 did before."""
     m = s.model()
@@ -669,7 +669,7 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
     s = _solver(timeout)
     frames = [model.frame(0)]
     s.add(model.init(frames[0]))
-    steps: list[_Step] = []
+    steps: list[TransitionStep] = []
     result = BmcResult(None, 0, 0.0)
     orbits = _orbits(model, acts) if symmetry else []
     touched: list[list[z3.BoolRef]] = [[z3.BoolVal(False) for _ in o] for o, _t in orbits]
@@ -677,7 +677,7 @@ def bmc(model: SymbolicModel, max_steps: int, names: Sequence[str], *, progress:
         t0 = time.perf_counter()
         if k > 0:
             g = model.frame(k)
-            step = _Step(model, acts, every, frames[-1], g, k - 1)
+            step = TransitionStep(model, acts, every, frames[-1], g, k - 1)
             s.add(*step.constraints)
             frames.append(g)
             steps.append(step)
@@ -748,7 +748,7 @@ def _orbits(model: SymbolicModel, acts: Sequence[SymAction]) -> list[tuple[list,
     return out
 
 
-def _break_symmetry(orbits, touched, step: _Step, k: int) -> list[z3.BoolRef]:
+def _break_symmetry(orbits, touched, step: TransitionStep, k: int) -> list[z3.BoolRef]:
     """Symmetry breaking by order of first use.  Values of an orbit are interchangeable
     (a permutation of them maps every run to a run of the same length that breaks the
     same invariants), so it is enough to search runs that first touch them in
@@ -812,7 +812,7 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
     targets = select_invariants(model, names)
     conj = [type_ok, *[t for t in targets if not t.step], *lemmas]
     f, g = model.frame("r0"), model.frame("r1")
-    step = _Step(model, acts, range(len(acts)), f, g, "r")
+    step = TransitionStep(model, acts, range(len(acts)), f, g, "r")
     inv = next((t for t in targets if t.name == cti.broken), None)
     disagreement = None
     for n, s in enumerate(graph.states):

@@ -100,7 +100,7 @@ from checker.model import action  # the shared action vocabulary (names + args)
 from impl.admin import Admin
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
-from impl.controller import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
+from impl.statemachines import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
 from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 

@@ -55,6 +55,21 @@ from impl.requests import (
     UpdateMetadataRequest,
 )
 from impl.statechange import StateChangeLogger
+from impl.statemachines import (
+    NEW_PARTITION,
+    NEW_REPLICA,
+    NON_EXISTENT_PARTITION,
+    NON_EXISTENT_REPLICA,
+    OFFLINE_PARTITION,
+    OFFLINE_REPLICA,
+    ONLINE_PARTITION,
+    ONLINE_REPLICA,
+    REPLICA_DELETION_INELIGIBLE,
+    REPLICA_DELETION_STARTED,
+    REPLICA_DELETION_SUCCESSFUL,
+    VALID_PREVIOUS_PARTITION,
+    VALID_PREVIOUS_REPLICA,
+)
 from impl.zkclient import (
     NO_LEADER,
     ControllerMovedError,
@@ -63,37 +78,6 @@ from impl.zkclient import (
     TopicPartition,
     get_partition_reassignment,
 )
-
-# Partition states (PartitionStateMachine)
-NEW_PARTITION = "NewPartition"
-ONLINE_PARTITION = "OnlinePartition"
-OFFLINE_PARTITION = "OfflinePartition"
-NON_EXISTENT_PARTITION = "NonExistentPartition"
-# Replica states (ReplicaStateMachine)
-NEW_REPLICA = "NewReplica"
-ONLINE_REPLICA = "OnlineReplica"
-OFFLINE_REPLICA = "OfflineReplica"
-REPLICA_DELETION_STARTED = "ReplicaDeletionStarted"
-REPLICA_DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
-REPLICA_DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
-NON_EXISTENT_REPLICA = "NonExistentReplica"
-
-# target -> the states it may be entered from (Kafka's validPreviousStates)
-VALID_PREVIOUS_PARTITION = {
-    NEW_PARTITION: {NON_EXISTENT_PARTITION},
-    ONLINE_PARTITION: {NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION},
-    OFFLINE_PARTITION: {NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION},
-    NON_EXISTENT_PARTITION: {OFFLINE_PARTITION},
-}
-VALID_PREVIOUS_REPLICA = {
-    NEW_REPLICA: {NON_EXISTENT_REPLICA},
-    ONLINE_REPLICA: {NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE},
-    OFFLINE_REPLICA: {NEW_REPLICA, ONLINE_REPLICA, OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE},
-    REPLICA_DELETION_STARTED: {OFFLINE_REPLICA},
-    REPLICA_DELETION_SUCCESSFUL: {REPLICA_DELETION_STARTED},
-    REPLICA_DELETION_INELIGIBLE: {OFFLINE_REPLICA, REPLICA_DELETION_STARTED},
-    NON_EXISTENT_REPLICA: {REPLICA_DELETION_SUCCESSFUL},
-}
 
 # watch-driven events (the controller's event queue)
 BROKER_CHANGE = "BrokerChange"

@@ -27,6 +27,17 @@ from dataclasses import dataclass
 
 from impl import election as E
 from impl.requests import Send, StopReplicaRequest
+from impl.statemachines import (
+    NEW_REPLICA,
+    NON_EXISTENT_REPLICA,
+    OFFLINE_REPLICA,
+    ONLINE_PARTITION,
+    ONLINE_REPLICA,
+    REPLICA_DELETION_STARTED,
+    REPLICA_DELETION_SUCCESSFUL,
+    VALID_PREVIOUS_PARTITION,
+    VALID_PREVIOUS_REPLICA,
+)
 from impl.zkclient import (
     NO_LEADER,
     ControllerMovedError,
@@ -35,14 +46,6 @@ from impl.zkclient import (
     remove_partition_reassignment,
     set_assignment,
 )
-
-NEW_REPLICA = "NewReplica"
-ONLINE_REPLICA = "OnlineReplica"
-OFFLINE_REPLICA = "OfflineReplica"
-REPLICA_DELETION_STARTED = "ReplicaDeletionStarted"
-REPLICA_DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
-NON_EXISTENT_REPLICA = "NonExistentReplica"
-ONLINE_PARTITION = "OnlinePartition"
 
 ORDER = ("0", "1", "2", "3", "5", "6", "7", "8", "9a", "9b", "9", "10")
 STEP_NAMES = {
@@ -156,7 +159,6 @@ class ReassignmentSteps:
         return out
 
     def _move(self, tp, replicas, target: str) -> None:
-        from impl.controller import VALID_PREVIOUS_REPLICA
         for x in replicas:
             current = self.ctx.replica_states.get((tp, x), NON_EXISTENT_REPLICA)
             if current == target or current in VALID_PREVIOUS_REPLICA[target]:
@@ -194,7 +196,6 @@ class ReassignmentSteps:
                                             li.zk_version, self._epoch_check())
         self.ctx.leadership[tp] = new
         if elected:
-            from impl.controller import VALID_PREVIOUS_PARTITION
             if self.ctx.partition_states.get(tp) in VALID_PREVIOUS_PARTITION[ONLINE_PARTITION]:
                 self._partition_state(tp, ONLINE_PARTITION, f" with state {new} (reassign election)")
             targets = self.ctx.assignments[tp]

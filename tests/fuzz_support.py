@@ -1,8 +1,8 @@
 """Running kmc's entry points in process on hostile input, and the property they
 must keep (for tests/test_fuzz.py; not a test module).
 
-``run(cwd, argv)`` runs ``kmc ARGV`` (or ``python -m spec.atomic`` when argv
-starts with ``spec.atomic``) in ``cwd`` with stdout and stderr captured, and
+``run(cwd, argv)`` runs ``kmc ARGV`` (or ``python -m spec.expand`` when argv
+starts with ``spec.expand``) in ``cwd`` with stdout and stderr captured, and
 ``verdict(...)`` checks the property every run must keep, whatever the input:
 
 - the exit status is 0, 1 or 2;
@@ -63,12 +63,12 @@ def _inside(cwd: Path):
 def run(cwd: Path, argv: list[str]) -> tuple[int, str, str]:
     """``(exit status, stdout, stderr)`` of one in-process run."""
     from checker.cli import main as kmc_main
-    from spec.atomic import main as atomic_main
+    from spec.expand import main as atomic_main
 
     out, err = io.StringIO(), io.StringIO()
     with _inside(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            if argv and argv[0] == "spec.atomic":
+            if argv and argv[0] == "spec.expand":
                 code = atomic_main([str(a) for a in argv[1:]])
             else:
                 code = kmc_main([str(a) for a in argv])

@@ -14,7 +14,8 @@ import pytest
 from checker.bfs import check, replay_path
 from checker.config import resolve
 from checker.result import OK, VIOLATED
-from spec.atomic import HIDDEN, expand, main
+from spec.atomic import HIDDEN, expand
+from spec.expand import main
 from spec.family import FAMILY
 
 
@@ -84,7 +85,7 @@ def test_expand_refuses_a_trace_of_the_full_model(tmp_path, capsys):
     trace = next(p for p in __import__("pathlib").Path("traces/known").glob("NoAckedRecordLost-data-hw-*.json"))
     assert main([str(trace), "--traces-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "atomic_controller=true" in err and "reproduce: python -m spec.atomic" in err
+    assert "atomic_controller=true" in err and "reproduce: python -m spec.expand" in err
     assert len(err.strip().splitlines()) == 1
 
 

@@ -5,7 +5,7 @@ atomic-controller trace), TOML configs, ``--set`` values, invariants files and
 checkpoint directories; by truncation, flipped bytes, swapped types, deep nesting,
 huge numbers, unknown keys, and by naming a module or an invariants file that
 writes a marker when run.  Every entry point (``check``, ``replay``, ``conform``,
-``graph``, ``prove``, ``bmc``, ``list``, ``python -m spec.atomic``, ``--resume``)
+``graph``, ``prove``, ``bmc``, ``list``, ``python -m spec.expand``, ``--resume``)
 runs in process, and every run must keep the property of
 :mod:`tests.fuzz_support`: exit 0, 1 or 2, one stderr line for 2, no traceback, no
 file outside ``traces/`` touched, nothing the input names run.
@@ -87,7 +87,7 @@ def trace_run(data, work: Path) -> None:
     argv = {"replay": ["replay", p, *flags],
             "replay-step": ["replay", p, *flags, "--step", "1"],
             "conform": ["conform", p, *flags, "--quiet", "--traces-dir", "traces"],
-            "atomic": ["spec.atomic", p, "--traces-dir", "traces"]}[entry]
+            "atomic": ["spec.expand", p, "--traces-dir", "traces"]}[entry]
     fz.check(work, argv)
 
 
@@ -328,7 +328,7 @@ def corpus_cases() -> list[tuple[str, list]]:
         extra = TOYS if p.name.startswith("toy-") else []
         cases += [(f"replay/{p.name}", ["replay", p, *extra]),
                   (f"conform/{p.name}", ["conform", p, *extra, "--quiet", "--traces-dir", "traces"]),
-                  (f"atomic/{p.name}", ["spec.atomic", p, "--traces-dir", "traces"])]
+                  (f"atomic/{p.name}", ["spec.expand", p, "--traces-dir", "traces"])]
     for p in sorted(CORPUS.glob("configs/*.toml")):
         cases.append((f"config/{p.name}", ["check", "--config", p, *BOUND, "--quiet", "--traces-dir", "traces"]))
     for p in sorted(CORPUS.glob("invariants/*.py")):

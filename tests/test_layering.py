@@ -1,4 +1,5 @@
-"""checker/ is layered: no import cycle, no private name imported across modules.
+"""checker/, spec/ and impl/ are layered: no import cycle, no private name imported
+across modules (the developers' guide's rule for every package).
 
 Read with ``ast``, so imports inside functions count too (a function-local import
 is still a dependency; hiding it in a function only hides the cycle).  The layers,
@@ -14,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "checker"
+TOP = Path(__file__).resolve().parent.parent
+ROOT = TOP / "checker"
+PACKAGES = ("checker", "spec", "impl")
 
 BOTTOM = {"checker.errors", "checker.fingerprint", "checker.encoding"}
 CONTRACT = {"checker.model", "checker.config"}
 
 
-def _modules() -> dict[str, Path]:
+def _modules(package: str = "checker") -> dict[str, Path]:
     out = {}
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted((TOP / package).rglob("*.py")):
         rel = path.relative_to(ROOT.parent).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
@@ -32,8 +35,9 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, mods: dict[str, Path]) -> list[tuple[str, str, int]]:
-    """``(target module, imported name or '', line)`` for every import of a checker
-    module in ``path``, wherever it is (top level, function, class, if)."""
+    """``(target module, imported name or '', line)`` for every import of a module of
+    ``mods`` in ``path``, wherever it is (top level, function, class, if), and every
+    import of spec or impl (which checker must never make)."""
     tree = ast.parse(path.read_text(), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
@@ -60,16 +64,21 @@ def _imports(name: str, path: Path, mods: dict[str, Path]) -> list[tuple[str, st
     return found
 
 
-MODS = _modules()
-EDGES = {name: _imports(name, path, MODS) for name, path in MODS.items()}
+PACKAGE_MODS = {pkg: _modules(pkg) for pkg in PACKAGES}
+PACKAGE_EDGES = {pkg: {name: _imports(name, path, mods) for name, path in mods.items()}
+                 for pkg, mods in PACKAGE_MODS.items()}
+MODS = PACKAGE_MODS["checker"]
+EDGES = PACKAGE_EDGES["checker"]
+ALL_MODS = {name: path for mods in PACKAGE_MODS.values() for name, path in mods.items()}
 
 
 def _where(name: str, line: int) -> str:
-    return f"{MODS[name].relative_to(ROOT.parent)}:{line}"
+    return f"{ALL_MODS[name].relative_to(TOP)}:{line}"
 
 
-def test_no_private_name_is_imported_across_modules():
-    bad = [f"{_where(m, line)} imports {target}.{what}" for m, edges in EDGES.items()
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_private_name_is_imported_across_modules(package):
+    bad = [f"{_where(m, line)} imports {target}.{what}" for m, edges in PACKAGE_EDGES[package].items()
            for target, what, line in edges
            if what.startswith("_") and not what.startswith("__") and target != m]
     assert not bad, "private names imported across modules (give them a public name, lower down):\n" + "\n".join(bad)
@@ -81,8 +90,9 @@ def test_checker_never_imports_spec_or_impl():
     assert not bad, "\n".join(bad)
 
 
-def _cycle() -> list[str] | None:
-    graph = {m: sorted({t for t, _w, _l in edges if t in MODS and t != m}) for m, edges in EDGES.items()}
+def _cycle(package: str = "checker") -> list[str] | None:
+    mods, edges_of = PACKAGE_MODS[package], PACKAGE_EDGES[package]
+    graph = {m: sorted({t for t, _w, _l in edges if t in mods and t != m}) for m, edges in edges_of.items()}
     colour: dict[str, int] = {}
     stack: list[str] = []
 
@@ -108,8 +118,9 @@ def _cycle() -> list[str] | None:
     return None
 
 
-def test_no_import_cycle():
-    cycle = _cycle()
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(package):
+    cycle = _cycle(package)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
@@ -126,3 +137,18 @@ def test_the_checks_see_function_local_imports(tmp_path):
     mods = {"checker.a": tmp_path / "a.py", "checker.b": tmp_path / "b.py"}
     mods["checker.a"].write_text("def f():\n    from checker.b import _g\n    return _g\n")
     assert _imports("checker.a", mods["checker.a"], mods) == [("checker.b", "_g", 2)]
+
+
+def test_impl_never_imports_spec():
+    """impl/ and spec/ share only the vocabulary of actions (the developers' guide)."""
+    bad = [f"{_where(m, line)} imports {target}" for m, edges in PACKAGE_EDGES["impl"].items()
+           for target, _what, line in edges if target.split(".")[0] == "spec"]
+    assert not bad, "\n".join(bad)
+
+
+def test_tests_import_no_private_name_of_the_packages():
+    tests = {f"tests.{p.stem}": p for p in sorted((TOP / "tests").glob("*.py"))}
+    bad = [f"{p.relative_to(TOP)}:{line} imports {target}.{what}" for name, p in tests.items()
+           for target, what, line in _imports(name, p, ALL_MODS)
+           if what.startswith("_") and not what.startswith("__")]
+    assert not bad, "tests import private names (test the public API, or make the name public):\n" + "\n".join(bad)

@@ -15,7 +15,7 @@ import z3
 from checker.config import resolve
 from checker.graph import explore
 from checker.model import action
-from checker.symbolic import _Step, bmc, confirm_cti, load_lemmas, prove, to_explicit
+from checker.symbolic import TransitionStep, bmc, confirm_cti, load_lemmas, prove, to_explicit
 from spec.config import KafkaConfig
 from spec.family import FAMILY
 from spec.symbolic import KafkaSymbolic
@@ -396,7 +396,7 @@ def _edges_agree(preset, stride):
     checked = 0
     for src, a, dst in graph.edges[::stride]:
         f, g = s.frame("s"), s.frame("t")
-        step = _Step(s, acts, by_name[a.name], f, g, "x")
+        step = TransitionStep(s, acts, by_name[a.name], f, g, "x")
         solver = z3.Solver()
         solver.add(s.abstract(graph.states[src], f), s.abstract(graph.states[dst], g), *step.constraints)
         assert solver.check() == z3.sat, f"{a} from state {src} is not a symbolic step"

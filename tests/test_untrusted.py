@@ -2,7 +2,7 @@
 
 Each hostile trace here names a module or an invariants file that, if it ever ran,
 would create a marker file.  ``kmc replay``, ``kmc conform`` and ``python -m
-spec.atomic`` must refuse such a trace in one line (exit 2), name the flag that
+spec.expand`` must refuse such a trace in one line (exit 2), name the flag that
 would supply what is missing, and leave no marker behind.
 """
 
@@ -61,7 +61,7 @@ def no_marker(r: subprocess.CompletedProcess, marker: Path) -> None:
 
 def one_line(r: subprocess.CompletedProcess, needle: str, prefix: str = "kmc: ") -> str:
     return cli_support.one_line_error(r, needle, code=2, prefix=prefix,
-                                      reproduce="python -m spec.atomic" if prefix.startswith("spec") else "kmc")
+                                      reproduce="python -m spec.expand" if prefix.startswith("spec") else "kmc")
 
 
 def test_a_module_named_by_a_trace_is_never_imported(hostile):
@@ -105,13 +105,13 @@ def test_an_invariants_file_named_by_a_trace_is_never_run(hostile):
     r = run(d, "checker", "conform", p, "--model", "spec.family:FAMILY")
     assert r.returncode == 2
     no_marker(r, marker)
-    r = run(d, "spec.atomic", p, "--traces-dir", d / "out")
-    one_line(r, "", prefix="spec.atomic: error: ")
+    r = run(d, "spec.expand", p, "--traces-dir", d / "out")
+    one_line(r, "", prefix="spec.expand: error: ")
     no_marker(r, marker)
     assert not (d / "out").exists()
 
 
-def test_spec_atomic_never_loads_what_a_trace_names(hostile, tmp_path):
+def test_spec_expand_never_loads_what_a_trace_names(hostile, tmp_path):
     d, trace, marker = hostile
     atomic = ROOT / "tests" / "data" / "atomic-data-hw.json"
 
@@ -120,7 +120,7 @@ def test_spec_atomic_never_loads_what_a_trace_names(hostile, tmp_path):
         doc["invariants"] = [str(d / "evil_inv.py")]
 
     p = tamper(d, atomic, "atomic-evil.json", edit)
-    r = run(d, "spec.atomic", p, "--traces-dir", tmp_path)
+    r = run(d, "spec.expand", p, "--traces-dir", tmp_path)
     assert r.returncode == 0, r.stderr          # the family is a label: the expansion is the Kafka model's
     no_marker(r, marker)
     (out,) = tmp_path.glob("*.json")
@@ -169,7 +169,7 @@ def test_deeply_nested_json_is_one_line_everywhere(tmp_path):
     p.write_text("[" * 200_000)
     for args in (["checker", "replay", p], ["checker", "conform", p]):
         one_line(run(tmp_path, *args), "nested more than 100 levels deep")
-    one_line(run(tmp_path, "spec.atomic", p), "nested more than 100 levels deep", prefix="spec.atomic: error: ")
+    one_line(run(tmp_path, "spec.expand", p), "nested more than 100 levels deep", prefix="spec.expand: error: ")
 
 
 def test_truncated_json_says_where(tmp_path):
@@ -179,9 +179,9 @@ def test_truncated_json_says_where(tmp_path):
     assert "at at" not in line
 
 
-def test_spec_atomic_without_an_argument_is_one_line(tmp_path):
-    one_line(run(tmp_path, "spec.atomic"), "the following arguments are required: trace; usage: python -m "
-                                           "spec.atomic TRACE", prefix="spec.atomic: error: ")
+def test_spec_expand_without_an_argument_is_one_line(tmp_path):
+    one_line(run(tmp_path, "spec.expand"), "the following arguments are required: trace; usage: python -m "
+                                           "spec.expand TRACE", prefix="spec.expand: error: ")
 
 
 def test_conform_known_must_be_a_directory(tmp_path):
