@@ -141,6 +141,17 @@ def test_data_path_with_an_ar_reordering_reassignment_conforms_on_every_transiti
     assert r["taken"] == r["edges"] > 3000
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["data-kip101-wide", "data-kip320-wide"])
+def test_wide_presets_conform_on_random_walks(preset):
+    """The wide presets' graphs are too large to walk whole (more than 400,000 states at
+    depth 11): random walks, every fault kind on (about 5 CPU seconds each; docs/conformance.md
+    gives the longer runs)."""
+    from checker.conform import Harness, random_walks
+    cfg = resolve(FAMILY, preset, {})
+    assert random_walks(Harness(FAMILY.build(cfg), KafkaImplementation, cfg), walks=15, depth=60) is None
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "traces" / "known").glob("*.json")), ids=lambda p: p.stem)
 def test_known_traces_replay_on_the_implementation(path):
     trace = load_trace(path)
