@@ -10,7 +10,12 @@ The contract: an optional ``footprints()`` method returning a :class:`Footprints
 a finite set of action *classes* (e.g. "deliver to broker 1"), for each the keys
 of the state it may read (its enabling condition included) and may write, in any
 state, the class of every action, and, for each property, the keys its predicate
-reads.  Keys are any hashable values; the checker only intersects them.
+reads.  Keys are any hashable values; the checker only intersects them.  Keys
+declared *commuting* (history state that only properties read, updated by
+commuting operations) make no two classes dependent.  An optional *guard* names,
+for a class with no enabled action in a state, the keys whose values alone keep it
+disabled; the stubborn set then adds only the writers of those keys for it (a
+necessary enabling set), not the writers of everything the class reads.
 
 The stubborn set of a state (Valmari's conditions, on the static classes): start
 from one enabled class; for an enabled class in the set, add every class that
@@ -39,7 +44,7 @@ proviso needs the set of states seen, so ``--por`` runs on the local engine only
 Declarations are checked (:func:`validate`) on a sample of reachable states: two
 enabled actions of independent classes must commute and must not enable or disable
 each other; an action that enables or disables another must write what that one's
-class reads; an action of a class declared invisible to a property must not change
+class reads (and, with a guard, one of the keys the guard names for that class); an action of a class declared invisible to a property must not change
 its value (a step property: must not be broken by it).  A wrong declaration is a
 contract error naming the state and the actions.
 
@@ -79,16 +84,30 @@ class Footprints:
     listed reads everything (every action is visible to it)."""
 
     def __init__(self, classes: Mapping[Any, tuple], class_of: Callable[[Action], Any],
-                 property_reads: Mapping[str, Iterable] | None = None) -> None:
+                 property_reads: Mapping[str, Iterable] | None = None, commuting: Iterable = (),
+                 guard: Callable[[State, Any], Iterable | None] | None = None) -> None:
         self.order = list(classes)
         self.reads = {c: frozenset(r) for c, (r, _w) in classes.items()}
         self.writes = {c: frozenset(w) for c, (_r, w) in classes.items()}
         self.class_of = class_of
         self.property_reads = {k: frozenset(v) for k, v in (property_reads or {}).items()}
+        # Keys whose updates commute and enable nothing, such as history (ghost) state
+        # that only properties read: a flag only ever set, a set only ever added to.
+        # They make no two classes dependent; they still count for visibility and for
+        # enabling (a class that reads one to decide whether it is enabled).
+        self.commuting = frozenset(commuting)
+        # guard(state, cls), for a class none of whose actions is enabled in state: keys
+        # whose values alone keep it disabled (a necessary enabling set: no action of
+        # the class becomes enabled before one of them is written), or None for all
+        # of its reads.
+        self.guard = guard
+        c = self.commuting
+        self._r = {k: v - c for k, v in self.reads.items()}
+        self._w = {k: v - c for k, v in self.writes.items()}
 
     def dependent(self, a: Any, b: Any) -> bool:
-        wa, wb = self.writes[a], self.writes[b]
-        return a == b or bool(wa & (self.reads[b] | wb)) or bool(wb & self.reads[a])
+        wa, wb = self._w[a], self._w[b]
+        return a == b or bool(wa & (self._r[b] | wb)) or bool(wb & self._r[a])
 
 
 def footprints_of(model: Model) -> Footprints | None:
@@ -122,6 +141,7 @@ class Ample(Model):
         self.visible = visible
         self.dep = {c: [d for d in f.order if f.dependent(c, d)] for c in f.order}
         self.enablers = {c: [d for d in f.order if f.writes[d] & f.reads[c]] for c in f.order}
+        self._by_keys: dict = {}
         self.cycle_proviso = cycle_proviso
         self.fp = fingerprint_fn(model)
         self.seen: set[int] = set()
@@ -138,7 +158,19 @@ class Ample(Model):
             raise ModelError(f"footprints(): action {a} has class {c!r}, which the declaration does not list")
         return c
 
-    def stubborn(self, acts: list) -> list:
+    def _enablers(self, s: State, c: Any) -> list:
+        guard = self.fps.guard
+        keys = guard(s, c) if guard is not None else None
+        if keys is None:
+            return self.enablers[c]
+        keys = frozenset(keys)
+        out = self._by_keys.get(keys)
+        if out is None:
+            w = self.fps.writes
+            out = self._by_keys[keys] = [d for d in self.fps.order if w[d] & keys]
+        return out
+
+    def stubborn(self, acts: list, s: State = None) -> list:
         """The smallest candidate stubborn set of enabled actions that is invisible."""
         if len(acts) <= 1:
             return acts
@@ -154,7 +186,7 @@ class Ample(Model):
             ok = True
             while work and ok:
                 c = work.pop()
-                more = self.dep[c] if c in by_class else self.enablers[c]
+                more = self.dep[c] if c in by_class else (self.enablers[c] if s is None else self._enablers(s, c))
                 for d in more:
                     if d not in t:
                         if d in by_class and d in self.visible:
@@ -184,8 +216,8 @@ class Ample(Model):
         h = self.fp(s)
         full = self.decided.get(h)
         if full is not None:
-            return acts if full else self.stubborn(acts)
-        chosen = self.stubborn(acts)
+            return acts if full else self.stubborn(acts, s)
+        chosen = self.stubborn(acts, s)
         succ = {a: self.model.next_state(s, a) for a in chosen}
         if len(chosen) < len(acts) and self.cycle_proviso:
             fps = [self.fp(t) for t in succ.values()]
@@ -264,6 +296,14 @@ def validate(model: Model, fps: Footprints, props: Sequence[Property], states: S
             cls.append(c)
         succ = [model.next_state(s, a) for a in acts]
         enabled_keys = set(acts)
+        guards = {}
+        if fps.guard is not None:
+            on = set(cls)
+            for d in fps.order:
+                if d not in on:
+                    keys = fps.guard(s, d)
+                    if keys is not None:
+                        guards[d] = frozenset(keys)
         for i, a in enumerate(acts):
             t = succ[i]
             after = list(model.actions(t))
@@ -275,6 +315,14 @@ def validate(model: Model, fps: Footprints, props: Sequence[Property], states: S
                     if cb in ok_classes and not (fps.writes[cls[i]] & fps.reads[cb]) and cb != cls[i]:
                         raise bad(f"the first enables the second, but its class writes nothing the second's "
                                   f"class reads", s, a, b)
+            # a disabled class stays disabled while its guard keys are not written
+            if guards:
+                after_cls = {fps.class_of(b) for b in after}
+                for d, keys in guards.items():
+                    if d in after_cls and not (fps.writes[cls[i]] & keys):
+                        b = next(x for x in after if fps.class_of(x) == d)
+                        raise bad(f"the first enables the second, but writes none of the keys {sorted(keys, key=repr)} "
+                                  f"its class's guard names in the state", s, a, b)
             for j, b in enumerate(acts):
                 if j == i:
                     continue

@@ -21,6 +21,7 @@ from checker.model import Action, Model
 from spec import broker, controller, datapath, faults, liveness, reassign
 from spec.config import KafkaConfig
 from spec.properties import properties
+from spec.footprints import kafka_footprints
 from spec.symmetry import broker_symmetry
 from spec.timeline import KafkaTimeline
 from spec.state import (
@@ -95,6 +96,11 @@ class KafkaModel(Model):
         """Brokers are interchangeable, within each partition's replica slots
         (spec/symmetry.py); None with reassignment targets."""
         return broker_symmetry(self)
+
+    def footprints(self):
+        """What each action reads and writes, for partial-order reduction
+        (spec/footprints.py); None with the atomic controller or reassignment."""
+        return kafka_footprints(self)
 
     def fair(self, act: Action) -> bool:
         """Faults and the environment's free choices are not fair (spec/liveness.py)."""

@@ -155,10 +155,177 @@ def test_an_invisible_action_that_changes_a_property_is_caught():
     assert validate(m, footprints_of(m), list(m.properties()), sample_states(m)) > 0
 
 
-def test_kafka_declares_no_footprints_yet():
+class Finishers(Model):
+    """Counters (n processes, each to k) that record who finished, in history state only
+    a property reads: a sorted set of ids (updates commute), or with ``last`` the id
+    of the last one to finish (they do not)."""
+
+    name, version = "finishers", "1"
+
+    def __init__(self, n=3, k=2, last=False, commuting=True):
+        self.n, self.k, self.last, self.commuting = n, k, last, commuting
+
+    def init_states(self):
+        return [(tuple(0 for _ in range(self.n)), ())]
+
+    def actions(self, s):
+        return [action("Inc", p=i) for i in range(self.n) if s[0][i] < self.k]
+
+    def next_state(self, s, a):
+        c, done = s
+        i = a.get("p")
+        c = c[:i] + (c[i] + 1,) + c[i + 1:]
+        if c[i] == self.k:
+            done = (i,) if self.last else tuple(sorted(done + (i,)))
+        return c, done
+
+    def is_terminal(self, s):
+        return True
+
+    def properties(self):
+        return [always("Bounded", lambda s: s[0][0] <= self.k, "counter 0 stays within k")]
+
+    def footprints(self):
+        return Footprints({i: ((("c", i),), (("c", i), "done")) for i in range(self.n)}, lambda a: a.get("p"),
+                          {"Bounded": (("c", 0),)}, commuting=["done"] if self.commuting else [])
+
+
+def test_commuting_history_keeps_actions_independent():
+    full, red, p = _same(Finishers(3, 2))
+    assert red.stats.distinct < full.stats.distinct and p.ample.reduced_states > 0
+    # declared as an ordinary key, the shared history makes every pair dependent
+    full2, red2, p2 = _same(Finishers(3, 2, commuting=False))
+    assert red2.stats.distinct == full2.stats.distinct and p2.ample.reduced_states == 0
+
+
+def test_history_declared_commuting_that_does_not_commute_is_caught():
+    m = Finishers(3, 1, last=True)
+    with pytest.raises(ModelError, match="do not commute"):
+        validate(m, footprints_of(m), list(m.properties()), sample_states(m))
+
+
+class Armed(Model):
+    """Counters 0 and 2 (to k); Arm (when counter 0 is done) arms a trigger, and Fire
+    (armed, counter 2 done) pushes counter 2 past k.  Fire's class reads the trigger
+    and counter 2; while counter 2 is not done only Inc 2 can enable it, which the
+    guard says (``guard``), so Inc 2 alone is a stubborn set even with Arm, visible,
+    enabled.  ``lie``: a guard naming the trigger alone, which Inc 2 refutes."""
+
+    name, version = "armed", "1"
+
+    def __init__(self, k=2, guard=True, lie=False):
+        self.k, self.use_guard, self.lie = k, guard, lie
+
+    def init_states(self):
+        return [(0, 0, False)]
+
+    def actions(self, s):
+        c0, c2, armed = s
+        out = [action("Inc", p=0)] if c0 < self.k else []
+        out += [action("Inc", p=2)] if c2 < self.k else []
+        if c0 == self.k and not armed:
+            out.append(action("Arm"))
+        if armed and c2 == self.k:
+            out.append(action("Fire"))
+        return out
+
+    def next_state(self, s, a):
+        c0, c2, armed = s
+        if a.name == "Arm":
+            return c0, c2, True
+        if a.name == "Fire":
+            return c0, c2 + 1, armed
+        return (c0 + 1, c2, armed) if a.get("p") == 0 else (c0, c2 + 1, armed)
+
+    def is_terminal(self, s):
+        return True
+
+    def properties(self):
+        return [always("TriggerIsAFlag", lambda s: isinstance(s[2], bool), "reads the trigger alone: Arm is visible"),
+                always("Counter0Bounded", lambda s: s[0] <= self.k, "")]
+
+    def footprints(self):
+        def guard(s, c):
+            if c == "Fire":
+                if self.lie:
+                    return [] if s[2] else ["armed"]
+                return [("c", 2)] if s[1] != self.k else (["armed"] if not s[2] else None)
+            return None
+        classes = {0: ((("c", 0),), (("c", 0),)), 2: ((("c", 2),), (("c", 2),)),
+                   "Arm": ((("c", 0), "armed"), ("armed",)), "Fire": ((("c", 2), "armed"), (("c", 2),))}
+        return Footprints(classes, lambda a: a.get("p") if a.name == "Inc" else a.name,
+                          {"TriggerIsAFlag": ("armed",), "Counter0Bounded": (("c", 0),)},
+                          guard=guard if self.use_guard else None)
+
+
+def test_a_guard_keeps_disabled_classes_from_pulling_in_every_writer():
+    full, red, p = _same(Armed())
+    assert p.ample.reduced_states > 0 and red.stats.distinct < full.stats.distinct
+    full2, red2, p2 = _same(Armed(guard=False))       # Fire's enablers include Arm, which is visible
+    assert p2.ample.reduced_states == 0 and red2.stats.distinct == full2.stats.distinct
+
+
+def test_a_wrong_guard_is_caught():
+    m = Armed(lie=True)
+    with pytest.raises(ModelError, match="guard names"):
+        validate(m, footprints_of(m), list(m.properties()), sample_states(m))
+
+
+# -- the Kafka model's footprints (spec/footprints.py) ----------------------------------------
+
+KAFKA_SMALL = [("tiny", {}), ("zombie", {}), ("unclean", {}), ("delete", {"max_crashes": 0}),
+               ("no-controller-fencing", {"max_crashes": 0, "max_session_expiries": 0}),
+               ("data-hw", {"max_records": 1, "max_crashes": 1}), ("data-kip101", {"max_records": 1, "max_crashes": 1}),
+               ("data-cache", {"max_records": 1, "max_crashes": 0, "max_session_expiries": 0})]
+
+
+@pytest.mark.parametrize("preset,over", KAFKA_SMALL)
+def test_kafka_footprints_hold_and_reduced_search_agrees(preset, over):
+    """The declared footprints pass the contract check on sampled states, and the
+    reduced search gives the full search's verdicts, every counterexample replaying
+    on the full model (_same)."""
+    m = FAMILY.build(resolve(FAMILY, preset, over))
+    fps = footprints_of(m)
+    assert fps is not None and validate(m, fps, list(m.properties()), sample_states(m)) > 0
+    full, red, p = _same(m)
+    assert p.ample is not None
+    # every class of every enabled action is declared (validate checked the sample;
+    # the reduced search's own stubborn sets checked every state it expanded)
+    assert red.stats.distinct <= full.stats.distinct
+
+
+@pytest.mark.parametrize("preset,prop", [("data-hw", "LogsMatchBelowHighWatermark"), ("small", "LeaderInIsr")])
+def test_kafka_one_property_agrees(preset, prop):
+    """With one property fewer actions are visible; the verdict is still the full one."""
+    m = FAMILY.build(resolve(FAMILY, preset, {"max_records": 1, "max_crashes": 1} if preset.startswith("data")
+                             else {"max_crashes": 0}))
+    props = [q for q in m.properties() if q.name == prop]
+    full = check(m, properties=props, keep_going=True)
+    p = plan(m, props, por=True)
+    red = p.finish(check(p.model, properties=p.props, keep_going=True))
+    assert red.verdict == full.verdict and red.stats.distinct <= full.stats.distinct
+    for v in red.violations:
+        again = replay_path(m, [s.action for s in v.path[1:]], v.path[0].state)
+        assert [s.fingerprint for s in again] == [s.fingerprint for s in v.path]
+
+
+def test_kafka_lying_footprints_are_caught():
+    """Deliveries declared blind to their inbox: a controller that sends a request
+    then enables a delivery whose class reads nothing it writes."""
     m = FAMILY.build(resolve(FAMILY, "tiny", {}))
-    p = plan(m, list(m.properties()), por=True)
-    assert p.model is m and "declares no action footprints" in p.notes[0]
+    fps = footprints_of(m)
+    for b in range(m.cfg.brokers):
+        c = ("Deliver", b)
+        fps.reads[c] = frozenset(k for k in fps.reads[c] if k[0] != "inbox")
+    with pytest.raises(ModelError, match="footprints"):
+        validate(m, fps, list(m.properties()), sample_states(m))
+
+
+def test_kafka_atomic_controller_and_reassignment_declare_none():
+    for preset, over in (("tiny", {"atomic_controller": True}), ("reassign-rf", {})):
+        m = FAMILY.build(resolve(FAMILY, preset, over))
+        p = plan(m, list(m.properties()), por=True)
+        assert p.model is m and "declares no action footprints" in p.notes[0]
 
 
 def test_cli_por_flag(tmp_path):
