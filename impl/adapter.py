@@ -30,7 +30,11 @@ BrokerStartup(c, b)        ``broker_change(c, b)`` (a startup in the diff)      
                                                                                         event; here one broker per step, and
                                                                                         elections are ElectLeader steps
 ElectLeader(c, p, ...)     ``elect_leader(c, tp)``; enabled iff the controller's        one partition per step
-                           pending election is exactly (strategy, leader, clean)
+                           pending election is exactly (strategy, leader, clean);
+                           a preferred one of the active controller through
+                           ``Admin.preferred_replica_election([tp])``
+                           (kafka-preferred-replica-election) and the
+                           controller's ``preferred_replica_election``
 RemoveReplicaFromIsr       ``remove_replica_from_isr(c, tp, r)``                       one replica's OfflineReplica per step
 IsrChangeNotification      ``isr_change_notification(c, tp)``                          one partition of the notifications
 ControlledShutdown(c, b)   ``controlled_shutdown(c, b)``: b's request, c's handling    request and response in one step;
@@ -61,8 +65,10 @@ Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once afte
                            OffsetOutOfRange)                                            OffsetOutOfRange in a later round
 TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds until     KIP-279 may need several rounds;
                            the follower knows where to truncate                         the model takes them as one step
-ReassignPartitions(p, r)   ``reassign_partitions``: admin writes                        same
-                           /admin/reassign_partitions
+ReassignPartitions(p, r)   ``Admin.execute_reassignment`` (kafka-reassign-partitions    same
+                           --execute) writes /admin/reassign_partitions; a target
+                           with no registered broker, which the tool refuses, as
+                           the znode (``reassign_partitions``)
 StartReassignment(c, p)    ``start_reassignment(c, tp)``: the controller takes it up    same
 Reassign*(c, p), Complete  ``reassignment_step(c, step, tp)``: one of the 11 steps     a controller inside a reassignment
 Reassignment(c, p)                                                                      event (steps 1-3, 5-11) handles no
@@ -82,7 +88,8 @@ deletions, records the producers may write, and one refused produce); healing is
 never bounded.  With both, ``enabled`` is exactly the model's enabled set, so the
 harness can also check that the implementation cannot do *more* than the model.
 
-The abstraction function ``observe`` reads ZooKeeper (through an admin session), every
+The abstraction function ``observe`` reads ZooKeeper (through an admin session; each
+partition's leader, leader epoch and ISR as kafka-topics --describe shows them), every
 broker's ReplicaManager and controller context, the network and the logs, and returns
 the model's variables ``zk`` and ``brokers`` (``budget`` and the ghost variables are
 the model's own bookkeeping and are not projected).  Session numbers: the model numbers
@@ -643,7 +650,16 @@ class KafkaImplementation:
         elif name in ("BrokerFailure", "BrokerStartup"):
             c.broker_change(act.get("controller"), act.get("broker"))
         elif name == "ElectLeader":
-            c.elect_leader(act.get("controller"), self._tp(act))
+            ctl = act.get("controller")
+            if act.get("strategy") == "preferred" and self._ctl(ctl).is_active():
+                # kafka-preferred-replica-election: Kafka's controller runs the same
+                # onPreferredReplicaElection for the tool's /admin/preferred_replica_election
+                # as for its auto-rebalance timer (the model's preferred_election is both).
+                # Only the active controller watches that znode; a zombie's timer elects.
+                self.admin.preferred_replica_election([self._tp(act)])
+                c.preferred_replica_election(ctl)
+            else:
+                c.elect_leader(ctl, self._tp(act))
         elif name == "RemoveReplicaFromIsr":
             c.remove_replica_from_isr(act.get("controller"), self._tp(act), act.get("replica"))
         elif name == "IsrChangeNotification":
@@ -682,7 +698,14 @@ class KafkaImplementation:
             c.truncate(act.get("follower"), self._tp(act))
         elif name == "ReassignPartitions":
             self.budget.reassignments.pop(0)
-            c.reassign_partitions({self._tp(act): tuple(act.get("replicas"))})
+            entries = {self._tp(act): tuple(act.get("replicas"))}
+            if set(act.get("replicas")) & set(c.admin.get_all_broker_and_epochs()):
+                self.admin.execute_reassignment(entries)    # kafka-reassign-partitions --execute
+            else:
+                # The tool refuses a target none of whose brokers is registered; the model's
+                # admin writes it too (reassign-crash), as a client that writes the znode
+                # without the tool's checks would.
+                c.reassign_partitions(entries)
         elif name == "StartReassignment":
             c.start_reassignment(act.get("controller"), self._tp(act))
         elif name in REASSIGN_STEPS:
@@ -703,13 +726,15 @@ class KafkaImplementation:
         for b in range(self.n):
             k = len(c.registrations[b])
             sessions.append(k if zk.broker_epoch(b) == c.registrations[b][-1] else -k)
+        desc = self.admin.describe_topic(TOPIC) if zk.topic_exists(TOPIC) else None   # kafka-topics --describe
         observed_zk = {
             "controller": zk.get_controller_id(),
             "controller_epoch": zk.get_controller_epoch()[0],
             "sessions": sessions,
             "topic": zk.topic_exists(TOPIC),
-            "partitions": [_li(zk.get_partition_state(tp)) for tp in tps],
-            "delete_topic": TOPIC in zk.get_topic_deletions(),
+            "partitions": self._partition_states(tps, desc),
+            # marked for deletion, as kafka-topics --describe says while the topic exists
+            "delete_topic": desc.marked_for_deletion if desc else TOPIC in zk.get_topic_deletions(),
         }
         if self.reassign_targets:
             pending = get_partition_reassignment(zk)
@@ -739,6 +764,21 @@ class KafkaImplementation:
         out = {"zk": observed_zk, "brokers": brokers}
         if self.data_path:
             out["acked"] = [[tp.partition, o, e] for tp, o, e in sorted(self.acknowledged)]
+        return out
+
+    def _partition_states(self, tps, desc) -> list[dict]:
+        """Each partition's state znode, its leader, leader epoch and ISR as the admin
+        tool shows them while the topic exists (kafka-topics --describe ``desc``: what an
+        operator reads)."""
+        out = [_li(self.cluster.admin.get_partition_state(tp)) for tp in tps]
+        if desc is not None:
+            shown = {d.partition: d for d in desc.partitions}
+            for p, o in enumerate(out):
+                d = shown.get(p)
+                if d is None:       # not in the topic's assignment: no state
+                    o.update({k: v for k, v in _no_state().items() if k in ("leader", "leader_epoch", "isr")})
+                else:
+                    o.update(leader=d.leader, leader_epoch=d.leader_epoch, isr=list(d.isr))
         return out
 
     @staticmethod

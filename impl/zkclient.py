@@ -306,12 +306,10 @@ class KafkaZkClient:
         self.store.create(self.session, "/admin/preferred_replica_election",
                           _enc({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}))
 
-    def get_preferred_replica_election(self, watch: bool = False) -> list[TopicPartition] | None:
+    def get_preferred_replica_election(self) -> list[TopicPartition] | None:
         try:
-            data, _ = self.store.get_data(self.session, "/admin/preferred_replica_election", watch=watch)
+            data, _ = self.store.get_data(self.session, "/admin/preferred_replica_election")
         except Z.NoNodeError:
-            if watch:
-                self.store.exists(self.session, "/admin/preferred_replica_election", watch=True)
             return None
         return [TopicPartition(x["topic"], x["partition"]) for x in _dec(data)["partitions"]]
 
