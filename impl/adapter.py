@@ -65,6 +65,10 @@ Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once afte
                            OffsetOutOfRange)                                            OffsetOutOfRange in a later round
 TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds until     KIP-279 may need several rounds;
                            the follower knows where to truncate                         the model takes them as one step
+(none: no variable         after every action, ``refused_fetch(f, tp)`` for each        a refused round changes nothing:
+changes)                   follower whose leader would refuse its next Fetch or         the model has no step for it
+                           OffsetsForLeaderEpoch (NOT_LEADER_FOR_PARTITION,
+                           FENCED_LEADER_EPOCH): the round runs, nothing may change
 ReassignPartitions(p, r)   ``Admin.execute_reassignment`` (kafka-reassign-partitions    same
                            --execute) writes /admin/reassign_partitions; a target
                            with no registered broker, which the tool refuses, as
@@ -544,6 +548,18 @@ class KafkaImplementation:
         if self.atomic_controller:
             self._react()
         self._complete_delayed_produces()
+        self._refused_fetches()
+
+    def _refused_fetches(self) -> None:
+        """Kafka's fetchers keep sending: a follower whose leader no longer answers it
+        (NOT_LEADER_FOR_PARTITION, FENCED_LEADER_EPOCH) gets the error back and changes
+        nothing, a step the model leaves out (it changes no variable).  After every
+        action each such round runs once, so that the leader's refusal and the
+        follower's error handling run, and must leave what ``observe`` shows as it was."""
+        for f in range(self.n):
+            rm = self._rm(f)
+            for tp in sorted(rm.fetchers) if rm is not None else ():
+                self.cluster.refused_fetch(f, tp)
 
     # -- atomic_controller: the controller reacts within the step of each event ---------------
     def _reactions(self):

@@ -258,6 +258,32 @@ class Cluster:
         return leader if self.servers[leader].replica_manager.request_error(tp, req.current_leader_epoch) == NONE \
             else None
 
+    def refused_fetch(self, follower: int, tp: TopicPartition) -> bool:
+        """One round of a follower's fetcher that its leader refuses (NOT_LEADER_FOR_PARTITION,
+        FENCED_LEADER_EPOCH): the request (an OffsetsForLeaderEpoch while it truncates, else
+        a Fetch) goes out, the error comes back, and the follower changes nothing; it sends
+        again after replica.fetch.backoff.ms, until a LeaderAndIsr names its new leader.
+        False, and nothing runs, if no such round is due (nothing to send, the leader is
+        down, or it would answer)."""
+        srv = self.servers[follower]
+        if srv is None or tp not in srv.replica_manager.fetchers:
+            return False
+        frm = srv.replica_manager
+        truncating = frm.fetchers[tp].truncating
+        req = frm.build_offsets_for_leader_epoch(tp) if truncating else frm.build_fetch(tp)
+        leader = frm.fetchers[tp].leader
+        if req is None or not 0 <= leader < len(self.servers) or self.servers[leader] is None:
+            return False
+        lrm = self.servers[leader].replica_manager
+        if lrm.request_error(tp, req.current_leader_epoch) == NONE:
+            return False
+        self._tick()
+        if truncating:
+            frm.handle_offsets_for_leader_epoch_response(tp, lrm.handle_offsets_for_leader_epoch(req))
+        else:
+            frm.handle_fetch_response(tp, lrm.handle_fetch(req))
+        return True
+
     def fetch(self, follower: int, tp: TopicPartition) -> bool:
         """One round of the follower's fetcher: a fetch request to the leader it follows
         (again at once after an OffsetOutOfRange truncation) and its response."""
