@@ -62,7 +62,8 @@ PROCESS_SHELL = ("impl/node.py", "impl/proccluster.py", "impl/wire.py", "impl/zk
 TESTS = CommandCorpus((
     "{python}", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
     "tests/test_spec.py", "tests/test_datapath.py", "tests/test_reassign.py", "tests/test_anomalies.py",
-    "tests/test_atomic.py", "tests/test_liveness.py", "tests/test_symbolic.py", "tests",
+    "tests/test_atomic.py", "tests/test_liveness.py", "tests/test_symbolic.py",
+    "tests/test_explore.py::test_the_kafka_timeline_draws_every_delivery_from_its_sender", "tests",
 ))
 
 # The spec-heavy files alone, the z3 encoding's fast tests last (about 200 s of CPU, not
@@ -74,10 +75,10 @@ SPEC_TESTS = CommandCorpus(TESTS.argv[:-1])
 # The CI gate (tests/test_mutation_gate.py, kmc mutate impl --gate): 120 mutants against the
 # corpus's seven cheapest runs (no random walk, no large covering set; the data path probed
 # with one record), whose traced baseline costs about a minute of CPU; the whole gate about
-# 6 minutes of CPU (docs/mutation.md).
+# 7 minutes of CPU (docs/mutation.md).
 # The level is the score measured on the code it was set on (docs/mutation.md): a change
 # to impl/ that the corpus does not check, or a weaker corpus, takes the gate below it.
-GATE = MutationGate(120, 17, 65.4, ConformCorpus(CONFORMANCE.runs[:7]))
+GATE = MutationGate(120, 17, 69.0, ConformCorpus(CONFORMANCE.runs[:7]))
 
 TARGETS = {
     "impl": MutationTarget("impl", CONFORMANCE, "the reference broker against the conformance corpus",

@@ -88,10 +88,10 @@ COMMANDS: dict[str, Entry] = {
                      "gives its measured scores"),
     "kmc mutate spec --sample 100 --seed 17": Entry(
         "never", why="one default test suite per surviving mutant: hours; docs/mutation.md says how far it got"),
-    "kmc mutate impl --gate": Entry("never", why="tests/test_mutation_gate.py runs it (slow; about 6 minutes of CPU)"),
+    "kmc mutate impl --gate": Entry("never", why="tests/test_mutation_gate.py runs it (slow; about 7 minutes of CPU)"),
     "kmc mutate impl --module impl/log.py --list": Entry("fast"),
-    "kmc mutate spec-quick --sample 20 --seed 17": Entry(
-        "never", why="about 9 minutes of CPU: each surviving mutant runs the spec-heavy test files"),
+    "kmc mutate spec-quick --sample 40 --seed 17": Entry(
+        "never", why="about 37 minutes of CPU: each surviving mutant runs the spec-heavy test files"),
     "kmc mutate impl-before --sample 40 --seed 17": Entry(
         "never", why="about 8 minutes of CPU (docs/mutation.md gives the measured run); a survivor replays every "
                      "trace that reaches it"),

@@ -123,6 +123,11 @@ def test_the_kafka_timeline_draws_every_delivery_from_its_sender():
     stale = [e for e in draw["events"] if e["step"] == last and e["kind"] == "message"]
     assert stale and stale[0]["source"] == "broker 0" and stale[0]["lane"] == "broker 1"
     assert "applied" in stale[0]["detail"]
+    # the labels name the request's fields, and an election its strategy
+    labels = [(e["step"], e["category"], e["lane"], e["label"]) for e in draw["events"]]
+    assert (3, "election", "ZooKeeper", "p0 leader none → 0 (new)") in labels
+    assert (6, "request", "broker 1", "LeaderAndIsr p1 leader 1 epoch 0 isr [1]") in labels
+    assert (7, "request", "broker 1", "LeaderAndIsr p0 leader 0 epoch 0 isr [0, 1]") in labels
 
 
 # ------------------------------------------------------------------ the server

@@ -216,3 +216,45 @@ def test_new_partition_takes_live_ar_as_isr():
     assert election.new_partition((0, 1, 2), (False, True, True)) == (1, (1, 2), True)
     assert election.new_partition((0, 1), (False, False)) is None
 
+
+
+def test_every_preset_fits_its_brokers():
+    """A preset's replicas must fit on its brokers, and min.insync.replicas within the
+    replication factor: a preset that silently asks for more (a mistyped RF or broker
+    count) would check a different cluster than its description says."""
+    for name in FAMILY.presets:
+        c = resolve(FAMILY, name, {})
+        assert 1 <= c["replication_factor"] <= c["brokers"], name
+        assert 1 <= c["min_insync_replicas"] <= c["replication_factor"], name
+
+
+def test_the_action_names_are_those_of_the_families_switched_on():
+    """The data path's actions exist only with records to write, reassignment's only
+    with reassignments (what coverage reports and the explorer list)."""
+    data = {"Produce", "Fetch", "TruncateFollower"}
+    assert not data & set(model("tiny").action_names())
+    assert data <= set(model("tiny", max_records=1).action_names())
+    assert "ReassignPartitions" not in model("tiny").action_names()
+    assert "ReassignPartitions" in model("reassign-rf").action_names()
+
+
+def test_describe_shows_written_znodes_and_the_brokers_a_controller_counts_live():
+    """KafkaModel.describe, the replay diff's view: a partition znode shows its fields
+    once written (version 0 on) and None before; a controller's "live" lists only the
+    brokers its context holds a session for (a session number > 0)."""
+    from checker.graph import explore
+
+    m = model("tiny")
+    graph = explore(m)
+    written = [s for s in graph.states if s.zk.partitions[0].version == 0]
+    assert written and all(m.describe(s)["zk"]["partition"]["0"]["version"] == 0 for s in written)
+    unwritten = [s for s in graph.states if s.zk.partitions[0].version == -1]
+    assert all(m.describe(s)["zk"]["partition"]["0"] is None for s in unwritten)
+    shown = 0
+    for s in graph.states:
+        for b, br in enumerate(s.brokers):
+            if br.ctx is not None and 0 in br.ctx.live:
+                live = m.describe(s)["broker"][str(b)]["controller"]["live"]
+                assert live == "[" + ", ".join(str(x) for x, v in enumerate(br.ctx.live) if v) + "]"
+                shown += 1
+    assert shown > 0
