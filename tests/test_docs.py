@@ -163,7 +163,9 @@ def _scratch(tmp_path: Path) -> Path:
 
 
 def _env() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+    # COLUMNS: the docs show output wrapped to 100 columns, whatever terminal (or test
+    # runner) this suite itself runs in
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", COLUMNS="100",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env.pop("KMC_DEBUG", None)
     return env
