@@ -59,7 +59,7 @@ COMMANDS: dict[str, Entry] = {
     "kmc bmc --preset zombie --brokers 5 --steps 4": Entry("slow", status=1),
     "kmc conform --preset tiny": Entry("slow"),
     "kmc conform traces/known/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast"),
-    "kmc conform --preset failover --walks 100 --depth 60": Entry("slow"),
+    "kmc conform --preset failover --max-states 1000 --walks 100 --depth 60": Entry("slow"),
     "kmc conform --preset tiny --probe": Entry("slow"),
     "kmc check --preset zombie --property EventuallyLeaderElected": Entry("fast"),
     "kmc replay traces/EventuallyLeaderElected-zombie-5d5ff32b.json": Entry(
