@@ -98,10 +98,10 @@ COMMANDS: dict[str, Entry] = {
     "kmc mutate impl --sample 40 --seed 17": Entry(
         "never", why="about 14 minutes of CPU (docs/mutation.md gives the measured run): the whole conformance "
                      "corpus's traced baseline alone is minutes"),
-    "kmc check --preset default --engine spark": Entry("spark"),
-    "kmc check --preset default --engine spark --checkpoint ckpt/": Entry("spark"),
-    "kmc check --preset default --engine spark --resume ckpt/": Entry(
-        "spark", needs=("kmc check --preset default --engine spark --checkpoint ckpt/",)),
+    "kmc check --preset small --engine spark": Entry("spark"),
+    "kmc check --preset small --engine spark --checkpoint ckpt/": Entry("spark"),
+    "kmc check --preset small --engine spark --resume ckpt/": Entry(
+        "spark", needs=("kmc check --preset small --engine spark --checkpoint ckpt/",)),
 }
 
 # Console output that no run reproduces as shown, and why; the command still runs.
