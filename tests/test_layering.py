@@ -16,17 +16,16 @@ from pathlib import Path
 import pytest
 
 TOP = Path(__file__).resolve().parent.parent
-ROOT = TOP / "checker"
 PACKAGES = ("checker", "spec", "impl")
 
 BOTTOM = {"checker.errors", "checker.fingerprint", "checker.encoding"}
 CONTRACT = {"checker.model", "checker.config"}
 
 
-def _modules(package: str = "checker") -> dict[str, Path]:
+def _modules(package: str) -> dict[str, Path]:
     out = {}
     for path in sorted((TOP / package).rglob("*.py")):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
+        rel = path.relative_to(TOP).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -90,7 +89,7 @@ def test_checker_never_imports_spec_or_impl():
     assert not bad, "\n".join(bad)
 
 
-def _cycle(package: str = "checker") -> list[str] | None:
+def _cycle(package: str) -> list[str] | None:
     mods, edges_of = PACKAGE_MODS[package], PACKAGE_EDGES[package]
     graph = {m: sorted({t for t, _w, _l in edges if t in mods and t != m}) for m, edges in edges_of.items()}
     colour: dict[str, int] = {}
