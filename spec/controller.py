@@ -19,7 +19,7 @@ from spec.state import (
     NON_EXISTENT_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
     ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, UpdateMetadata, add_request,
-    put,
+    may_stop, put,
 )
 from spec.statemachines import legal_partition, legal_replica
 
@@ -407,11 +407,20 @@ def isr_notification(m, s: KafkaState, a: Action) -> KafkaState:
 # -- controlled shutdown ------------------------------------------------------------------
 
 def controlled_shutdown_enabled(m, s: KafkaState, out: list) -> None:
+    """KafkaController.controlledShutdown: a live broker asks to stop.  When the asker is
+    the active controller itself (KafkaServer.controlledShutdown sends the request to
+    whichever broker is controller, itself included), its final stop loses /controller:
+    that is a controller failover, and ShutdownBroker is bounded by that budget.  So the
+    request is offered only while its stop can still happen; otherwise the broker would
+    wait in controlled shutdown for ever, a state real Kafka never rests in (the broker
+    stops after the controller's answer), and ReassignmentCompletesWhenQuiescent would
+    take it for a quiescent cluster (found by ``kmc simulate --preset data-kip320-wide
+    --seed 1``)."""
     if s.budget.controlled_shutdowns == 0:
         return
     for c, ctx in watching_controllers(s):
         for b, seen in enumerate(ctx.live):
-            if seen > 0 and not ctx.shutting_down[b] and s.brokers[b].alive:
+            if seen > 0 and not ctx.shutting_down[b] and s.brokers[b].alive and may_stop(s, b):
                 out.append(action("ControlledShutdown", controller=c, broker=b))
 
 

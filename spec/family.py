@@ -207,7 +207,7 @@ _PRESETS.update({
                           "controller; violates EventuallyAvailable (the partition's only broker stops)",
                           {**_OFFSETS, "replication_factor": 1}),
     "offsets-rf3": Preset("offsets-rf3", "offsets-rf1 with the recommended fix, replication factor 3 and "
-                          "min.insync.replicas 2: holds (190,222 states)", {**_OFFSETS, "replication_factor": 3,
+                          "min.insync.replicas 2: holds (166,177 states)", {**_OFFSETS, "replication_factor": 3,
                                                            "min_insync_replicas": 2}),
 })
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import datapath
-from spec.state import NO_LEADER, CachingBroker, KafkaState, new_broker, put
+from spec.state import NO_LEADER, CachingBroker, KafkaState, may_stop, new_broker, put
 
 DOCS = {
     "CrashBroker": "a broker process dies: its ZooKeeper session ends (ephemeral /brokers/ids and "
@@ -55,8 +55,7 @@ def faults_enabled(m, s: KafkaState, out: list) -> None:
     zk = s.zk
     for b, br in enumerate(s.brokers):
         if br.alive:
-            # Losing the controller is a controller failover: that budget bounds it too.
-            may_fail = zk.controller != b or budget.controller_failovers > 0
+            may_fail = may_stop(s, b)
             if budget.crashes > 0 and may_fail:
                 out.append(action("CrashBroker", broker=b))
             if zk.sessions[b] > 0:

@@ -100,10 +100,11 @@ def kafka_footprints(model) -> Footprints | None:
             [ZC, ZT, ("alive", b), ("ctx", b), *every["session"], *every["partition"]],
             [ZC, ("ctx", b), *every["inbox"]])
         # Every controller action of broker b: its context, ZooKeeper, and the
-        # requests it sends to any broker.
+        # requests it sends to any broker (a controlled shutdown is offered only while
+        # the asker's stop fits the controller-failover budget).
         classes[("Controller", b)] = (
             [("ctx", b), ZC, ZT, *every["alive"], *every["session"], *every["partition"],
-             *_budget("unclean_elections", "controlled_shutdowns"),
+             *_budget("unclean_elections", "controlled_shutdowns", "controller_failovers"),
              *_ghost("inv_partition_offline")],
             [("ctx", b), ZT, *every["partition"], *every["inbox"],
              *_budget("unclean_elections", "controlled_shutdowns"),

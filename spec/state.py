@@ -243,6 +243,13 @@ def put(t: tuple, i: int, value) -> tuple:
     return t[:i] + (value,) + t[i + 1:]
 
 
+def may_stop(s: KafkaState, b: int) -> bool:
+    """Whether broker ``b`` may stop (crash, expire or end a controlled shutdown) within
+    the budget: losing the active controller is a controller failover, so that bound
+    counts too."""
+    return s.zk.controller != b or s.budget.controller_failovers > 0
+
+
 def with_broker(s: KafkaState, b: int, broker: Broker) -> KafkaState:
     return s._replace(brokers=put(s.brokers, b, broker))
 
