@@ -35,6 +35,14 @@ number of partitions or executors.  How:
 A model error found on an executor is re-derived on the driver (the state is
 rebuilt from the parent links and the failing call made again) so that it is
 raised with its original exception chained, as the local engine raises it.
+
+This module is the driver's loop over the levels.  The rest lives beside it:
+``tasks`` (what runs on the executors), ``jobs`` (the Spark jobs of a level and
+what the search keeps in Spark), ``events`` (what the local engine makes of a
+level's events), ``counters`` (the driver's counters, and their checkpoint
+form), ``handoff`` (levels moving between the driver's core and the
+partitions), ``rederive`` (counterexamples and model errors rebuilt on the
+driver), ``session`` (the SparkContext) and ``checkpoint`` (saving levels).
 """
 
 from __future__ import annotations
@@ -42,37 +50,29 @@ from __future__ import annotations
 import gc
 import json
 import math
-import re
-import struct
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, format_fingerprint
-from checker.model import ALWAYS, Model, Property
-from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
-from checker.search import (SAMPLE_SIZE, Search, Settings, StopSearch, peak_memory, replay_chain,
-                            unreached_witnesses)
-from checker.spark import tasks
-from checker.spark.tasks import KEY_BYTES, PH_CAP, PH_DEAD, PH_PROP, PH_STEP, PH_WITNESS, error_order, ident
+from checker.fingerprint import fingerprint_fn
+from checker.model import Model, Property
+from checker.result import BOUNDED, OK, VIOLATED, CheckResult
+from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, unreached_witnesses
+from checker.spark.counters import Counters
+from checker.spark.events import LevelEvents, dead_record
+from checker.spark.handoff import part_records, take_back
+from checker.spark.jobs import Jobs
+from checker.spark.rederive import Rederive
+from checker.spark.session import get_context, run_job, ship
+from checker.spark.tasks import PH_CAP
 
 __all__ = ["check", "SparkCheckResult"]
 
-_PACK = struct.Struct(">H").pack
 DRIVER_STATES = 2000   # levels up to this many states run on the driver (see _Run._initial)
-DEADLOCK_MESSAGE = "no action is enabled in the last state and model.is_terminal() is False"
-
-
-def _order(ev: tuple) -> tuple:
-    """Where the local engine meets an outcome event: by key, phase, property."""
-    return (ev[0], ev[1], ev[2], 0)
 
 
 @dataclass
@@ -135,60 +135,12 @@ def check(
 # ---------------------------------------------------------------------------------
 
 
-def _job(run: Any) -> Any:
-    """Run a Spark action; a failed task becomes a one-line error that says why."""
-    try:
-        return run()
-    except Exception as e:  # noqa: BLE001
-        if type(e).__name__ != "Py4JJavaError":
-            raise
-        text = str(e)
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        why = next((ln for ln in reversed(lines) if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln)
-                    and not ln.startswith(("org.", "java.", "scala.", "py4j."))), None)
-        if why and ("ModuleNotFoundError" in why or "ImportError" in why):
-            raise UsageError(f"a Spark executor could not import the model: {why}; the executors need the "
-                             f"model's modules on their PYTHONPATH (kmc passes its own import path)") from None
-        from checker.spark.session import failure
-        known = failure(e)      # a full disk, a dead executor: one line, the stack in the log
-        if known is not None:
-            raise known from None
-        first = next((ln for ln in lines if "Exception" in ln or "Error" in ln), lines[0] if lines else "")
-        raise RuntimeError(f"a Spark job failed: {why or first[:300]}") from None
+class _Run(Counters):
+    """One Spark search: the driver's loop over the levels, and its Spark jobs."""
 
-
-class _Visited(dict):
-    """The search core's visited map when the driver takes a narrow level back
-    from the partitions (``_Run._narrow``): what the core stores is in the dict, the
-    partitions' states in sorted arrays under it (fingerprint, parent, action
-    index; an initial state is its own parent), read by binary search."""
-
-    def __init__(self, fp, par, act) -> None:
-        super().__init__()
-        self.fp, self.par, self.act = fp, par, act
-
-    def _at(self, h: int) -> int:
-        i = int(np.searchsorted(self.fp, h))
-        return i if i < len(self.fp) and int(self.fp[i]) == h else -1
-
-    def __contains__(self, h) -> bool:
-        return dict.__contains__(self, h) or self._at(h) >= 0
-
-    def __missing__(self, h: int) -> tuple:
-        i = self._at(h)
-        if i < 0:
-            raise KeyError(h)
-        p = int(self.par[i])
-        return (None if p == h else p, int(self.act[i]))
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + len(self.fp)
-
-
-class _Run:
     def __init__(self, model, props, max_depth, max_states, keep_going, check_deadlock, progress, interval):
+        super().__init__(props)
         self.model = model
-        self.props = props
         self.max_depth = max_depth
         self.max_states = max_states
         self.keep_going = keep_going
@@ -198,17 +150,15 @@ class _Run:
         # states, words every message; it never runs the main loop here.
         self.search = Search(model, props, Settings(max_depth=max_depth, max_states=max_states, keep_going=keep_going,
                                                        check_deadlock=check_deadlock, progress_interval=interval))
-        self.index = {p.name: i for i, p in enumerate(props)}
         self.fp = fingerprint_fn(model)
+        self.rederive = Rederive(model, self.search, self.fp, self._links)
+        self.events: LevelEvents | None = None
         self.driver_states = DRIVER_STATES
-        self.levels: list[dict] = []
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
         self.level_cpu = (0.0, 0.0)
         self.shipped = 0
-        self.visited_bytes = 0
-        self.visited_count = 0
         self.frontier_bytes = 0
 
     # -- driver ---------------------------------------------------------------------
@@ -217,7 +167,6 @@ class _Run:
         from pyspark import cloudpickle
 
         from checker.spark import checkpoint as ckpt
-        from checker.spark.session import get_context, ship
 
         try:
             payload = ship(cloudpickle, (self.model, self.props, self.check_deadlock),
@@ -234,22 +183,11 @@ class _Run:
         self.startup = time.perf_counter() - t0
         self.n = partitions or (ckpt.partitions_of(sc, resume) if resume else None) or max(1, sc.defaultParallelism)
         self.token = uuid.uuid4().hex
-        self.bc = sc.broadcast(payload)
-        self.known_bcs: list = []      # the visited fingerprints, one broadcast per level (tasks.Context)
-        self.rdds: list = []
+        self.jobs = Jobs(sc, self.n, sc.broadcast(payload))
         try:
             return self._execute(checkpoint, resume)
         finally:
-            for r in self.rdds:
-                try:
-                    r.unpersist()
-                except Exception:  # noqa: BLE001
-                    pass
-            for b in [self.bc] + self.known_bcs:
-                try:
-                    b.destroy()
-                except Exception:  # noqa: BLE001
-                    pass
+            self.jobs.release()
             if created:
                 try:
                     sc.stop()
@@ -260,16 +198,12 @@ class _Run:
         from checker.spark import checkpoint as ckpt
 
         self.start = time.perf_counter()
-        self.prior_seconds = 0.0
-        self.cut = False
-        self.stopped = False
         self.checkpoint = checkpoint
         if resume:
             L, state = ckpt.load(self.sc, resume, self.n, self._identity())
             self._restore(state)
-            L = self._keep(L)
-            self._publish(np.concatenate([np.zeros(0, dtype=np.int64)] +
-                                         _job(L.mapPartitions(tasks.visited_fps).collect)))
+            L = self.jobs.keep(L)
+            self.jobs.publish(self.jobs.visited_fps(L))
             self._say(f"resumed from {resume}: level {self.level} done, {self.distinct} distinct states")
         else:
             L = self._initial()
@@ -285,7 +219,7 @@ class _Run:
             L2 = self._expand(L)
             if L2 is None:
                 break
-            self._drop(L)
+            self.jobs.drop(L)
             L = L2
             if self.frontier_size:
                 self.level = d + 1  # else the search ends at this level, as in checker.bfs
@@ -311,13 +245,6 @@ class _Run:
         the visited set, the parent links and the order keys the core's run implies.
         A search that ends (or stops) within those levels is the core's own."""
         s = self.search
-        self.level = 0
-        self.stored_at_level = sys.maxsize
-        self.counts: dict[str, int] = {}
-        # Coverage (checker.coverage): None when a resumed checkpoint did not keep it.
-        self.enabled_counts: dict[str, int] | None = {}
-        self.new_counts: dict[str, int] | None = {}
-        self.generated = 0
         self.sample_left = SAMPLE_SIZE
         collecting = gc.isenabled()
         if collecting:
@@ -353,36 +280,17 @@ class _Run:
         ends (None) or a level is wide again (the partitions' new RDD).  The core
         visits the frontier in key order, i.e. in the local engine's order, so it
         meets every event where the local engine does."""
-        parts = [v for _, v in _job(L.collect)]
+        parts = [v for _, v in run_job(L.collect)]
         collecting = gc.isenabled()
         if collecting:
             gc.disable()
         try:
-            v_fp = np.concatenate([p[1] for p in parts])
-            order = np.argsort(v_fp, kind="stable")
-            visited = _Visited(v_fp[order], np.concatenate([p[2] for p in parts])[order],
-                               np.concatenate([p[3] for p in parts])[order])
-            rows = []
-            for p in parts:
-                if len(p[4]):
-                    kl = len(p[5]) // len(p[4])
-                    rows += [(p[5][j * kl:(j + 1) * kl], h, st)
-                             for j, (h, st) in enumerate(zip(p[4].tolist(), tasks.frontier_states(p)))]
-            rows.sort(key=lambda r: r[0])
+            visited, frontier = take_back(parts)
             s = Search(self.model, self.props, self.search.settings)
             s.visited = visited
-            s.counts = dict(self.counts)
-            if self.enabled_counts is not None:
-                s.enabled_counts, s.new_counts = dict(self.enabled_counts), dict(self.new_counts)
-            s.found = list(self.found)
-            s.found_names = {r[0] for r in self.found}
-            s.witnesses = dict(self.witnesses)
-            s.state_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_props]
-            s.step_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_steps]
-            s.wit_checks = [(self.props[i].name, self.props[i].predicate) for i in self.active_wits]
-            s.sample_left = self.sample_left
+            self.seed(s)
             try:
-                s.explore([(h, st) for _, h, st in rows], handoff=self.driver_states, depth=self.level)
+                s.explore(frontier, handoff=self.driver_states, depth=self.level)
             except StopSearch:
                 pass
         finally:
@@ -394,29 +302,15 @@ class _Run:
             self._init_links = None
             self.L = None
             L2 = self._parts(visited, s.handoff)
-            self._drop(L)
+            self.jobs.drop(L)
             return L2
         self._init_links = visited
         self.frontier_size = 0
         return None
 
     def _adopt(self, s: Search) -> None:
-        """The driver's counters from the core's search ``s``."""
-        self.level = s.level
-        self.stored_at_level = s.stored_at_level
-        self.distinct = len(s.visited)
-        self.counts = dict(s.counts)
-        self.generated = sum(self.counts.values())
-        if self.enabled_counts is not None:
-            self.enabled_counts, self.new_counts = dict(s.enabled_counts), dict(s.new_counts)
-        self.cut, self.stopped = s.cut, s.stopped
-        self.found = list(s.found)
-        self.witnesses = dict(s.witnesses)
-        self.deadlock_found = DEADLOCK in s.found_names
-        self.active_props = [self.index[name] for name, _ in s.state_checks]
-        self.active_steps = [self.index[name] for name, _ in s.step_checks]
-        self.active_wits = [self.index[name] for name, _ in s.wit_checks]
-        self.sample_left = s.sample_left
+        """The driver's counters, and its levels, from the core's search ``s``."""
+        self.adopt(s)
         for lv in s.levels:
             self.levels.append({"level": lv["level"], "frontier": lv["frontier"], "new": lv["new"],
                                 "distinct": lv["distinct"], "seconds": round(lv["seconds"], 4), "job_seconds": 0.0,
@@ -428,48 +322,10 @@ class _Run:
         next (``(fp, state)`` in BFS order): each partition's visited set and parent
         links, and its part of the frontier with the states' order keys (their paths
         of action indices, read back from the parent links)."""
-        keys: dict[int, bytes] = {}
-
-        def key(h: int) -> bytes:
-            k = keys.get(h)
-            if k is None:
-                par, i = visited[h]
-                if i > tasks.MAX_INDEX:
-                    raise ModelError(f"a state has more than {tasks.MAX_INDEX} enabled actions (or initial "
-                                     f"states); the Spark engine numbers them with 16 bits: use --engine local")
-                k = keys[h] = _PACK(i) if par is None else key(par) + _PACK(i)
-            return k
-
-        n = self.n
-        count = dict.__len__(visited)
-        v_all = np.fromiter(visited.keys(), dtype=np.int64, count=count)
-        p_all = np.fromiter((h if p is None else p for h, (p, _) in visited.items()), dtype=np.int64, count=count)
-        a_all = np.fromiter((i for _, i in visited.values()), dtype=np.int64, count=count)
-        if count and int(a_all.max()) > tasks.MAX_INDEX:
-            key(int(v_all[int(a_all.argmax())]))    # raises
-        a_all = a_all.astype(np.uint16)
-        if isinstance(visited, _Visited):   # back from _narrow: the partitions' states too
-            v_all = np.concatenate([visited.fp, v_all])
-            p_all = np.concatenate([visited.par, p_all])
-            a_all = np.concatenate([visited.act, a_all])
-        owner = v_all % n
-        per: list[list] = [[] for _ in range(n)]
-        for h, st in frontier:
-            per[h % n].append((h, key(h), st))
-        records = []
-        for p in range(n):
-            mine = np.flatnonzero(owner == p)
-            order = mine[np.argsort(v_all[mine], kind="stable")]
-            rows = per[p]
-            f_fp = np.array([r[0] for r in rows], dtype=np.int64)
-            records.append((p, tasks.make_part(v_all[order], p_all[order], a_all[order], f_fp,
-                                               b"".join(r[1] for r in rows), [r[2] for r in rows])))
+        records, v_all = part_records(visited, frontier, self.n)
         self.frontier_size = len(frontier)
-        self._publish(v_all)
-        L = self.sc.parallelize(records, n).partitionBy(n, ident)
-        L = self._keep(L)
-        _job(L._jrdd.count)
-        return L
+        self.jobs.publish(v_all)
+        return self.jobs.parts(records)
 
     # -- one level -------------------------------------------------------------------
 
@@ -485,53 +341,14 @@ class _Run:
         p.update(extra)
         return p
 
-    def _publish(self, fps) -> None:
-        """Broadcast the fingerprints of states just visited, so that the next
-        levels drop a successor among them before it is shipped (tasks.Context)."""
-        if len(fps):
-            self.known_bcs.append(self.sc.broadcast(fps))
-
-    def _keep(self, rdd):
-        from pyspark import StorageLevel
-        rdd.persist(StorageLevel.MEMORY_AND_DISK)
-        rdd.localCheckpoint()
-        self.rdds.append(rdd)
-        return rdd
-
-    def _drop(self, rdd) -> None:
-        try:
-            rdd.unpersist()
-        except Exception:  # noqa: BLE001
-            pass
-        if rdd in self.rdds:
-            self.rdds.remove(rdd)
-
-    def _accumulator(self):
-        return self.sc.accumulator({}, tasks.StatsParam())
-
     def _expand(self, L):
         """Expand level ``self.level``; return the next level's RDD, or None when the
         search stops at this level."""
         t0 = time.perf_counter()
         d = self.level
         n = self.n
-        params = self._params(known=tuple(enumerate(self.known_bcs)))
-        acc = self._accumulator()
-        shuffled = L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc)).partitionBy(n, ident)
-        union = L.union(shuffled)
-        if union.getNumPartitions() != n:
-            raise RuntimeError("kmc spark engine: the visited set and the shuffled successors are not "
-                               "partitioned alike (union of %d partitions)" % union.getNumPartitions())
-        L2 = union.mapPartitionsWithIndex(partial(tasks.merge, params, self.bc, acc), preservesPartitioning=True)
-        L2 = self._keep(L2)
-        t1 = time.perf_counter()
-        _job(L2._jrdd.count)
-        self.job_seconds = time.perf_counter() - t1
-        stats = acc.value
-        ex = [stats[("expand", d, p)] for p in range(n) if ("expand", d, p) in stats]
-        mg = [stats[("merge", d, p)] for p in range(n) if ("merge", d, p) in stats]
-        if len(ex) != n or len(mg) != n:
-            raise RuntimeError(f"kmc spark engine: level {d}: statistics of {len(ex)}+{len(mg)} tasks, expected {n}+{n}")
+        params = self._params(known=self.jobs.known())
+        L2, ex, mg, self.job_seconds = self.jobs.expand(L, params)
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
         self.level_cpu = (round(sum(e["cpu"] for e in ex), 3), round(sum(m["cpu"] for m in mg), 3))
         self.exec_cpu += sum(self.level_cpu)
@@ -539,86 +356,28 @@ class _Run:
         new_total = sum(m["new"] for m in mg)
 
         # The events of the level (see checker.spark.tasks): outcomes and errors.
-        deads = [x["dead"] for x in ex if x["dead"] is not None]
-        dead = min(deads) if deads else None
-        steps = [ev for x in ex for ev in x["steps"].values()]
-        outcomes = [ev for x in mg for ev in x["events"].values()]
-        fails = [ev for ev in outcomes if ev[1] == PH_PROP]
-        wits = [ev for ev in outcomes if ev[1] == PH_WITNESS]
-        first_of: dict[int, bytes] = {}   # property -> key of its first outcome at this level
-        for ev in steps + outcomes:
-            if ev[2] not in first_of or ev[0] < first_of[ev[2]]:
-                first_of[ev[2]] = ev[0]
-        self._first_of = first_of
-        errors = [e for x in ex + mg for e in x["errors"].values() if self._relevant(e, dead)]
+        events = LevelEvents(ex, mg, self.props, self.search.message)
+        self.events = events
         cap = None
         if self.max_states is not None and self.distinct + new_total > self.max_states:
-            cap = (self._kth_key(L2, self.max_states - self.distinct + 1), PH_CAP)
+            cap = (self.jobs.kth_key(L2, self.max_states - self.distinct + 1), PH_CAP)
+        decision = events.decide(keep_going=self.keep_going, check_deadlock=self.check_deadlock,
+                                 deadlock_found=self.deadlock_found, cap=cap)
+        if decision.error is not None:
+            self._raise(decision.error, L, L2, scan=decision.scan)
+        stop, report = decision.stop, decision.report   # report: in the order the local engine finds them
+        self.cut = self.cut or decision.cut
+        self.stopped = self.stopped or decision.stopped
 
-        stop = None
-        report: list[tuple] = []   # found records, in the order the local engine finds them
-        err = min(errors, key=error_order) if errors else None
-        if not self.keep_going:
-            cands = [_order(ev) for ev in steps + fails] + ([_order(dead)] if dead is not None else [])
-            if cap is not None:
-                cands.append((cap[0], cap[1], -1, 0))
-            first = min(cands) if cands else None
-            if err is not None and (first is None or error_order(err) < first):
-                self._raise(err, L, L2)
-            if first is not None:
-                stop = first[:2]
-                if cap is not None and stop == cap:
-                    self.cut = True
-                elif dead is not None and stop == dead[:2]:
-                    report = [self._dead_record(dead)]
-                else:
-                    ev = next(ev for ev in steps + fails if _order(ev) == first)
-                    report = [self._outcome_record(ev)]
-                    if self.check_deadlock:
-                        report = self._shorter_deadlock(first, dead, errors, L, L2) or report
-                    self.stopped = True
-                if report and report[0][0] == DEADLOCK:
-                    self.stopped = True
-        else:
-            if cap is not None:
-                stop = cap
-                self.cut = True
-            if err is not None and (stop is None or error_order(err) < (stop[0], stop[1], -1, 0)):
-                self._raise(err, L, L2)
-            events = [ev for ev in steps + fails if stop is None or ev[:2] < stop]
-            if dead is not None and not self.deadlock_found and (stop is None or dead[:2] < stop):
-                events.append(dead)
-            seen = set()
-            for ev in sorted(events, key=_order):
-                rec = self._dead_record(ev) if ev[1] == PH_DEAD and ev[2] == -1 else self._outcome_record(ev)
-                if rec[0] not in seen:
-                    seen.add(rec[0])
-                    report.append(rec)
-
-        # Witnesses reached at this level (before the stop, if any).
-        for ev in wits:
-            name = self.props[ev[2]].name
-            if self.witnesses.get(name) is None and (stop is None or ev[:2] < stop):
-                self.witnesses[name] = d + 1
-        known = {f[0] for f in self.found}
-        for rec in report:
-            if rec[0] not in known:
-                self.found.append(rec)
-                known.add(rec[0])
-        if DEADLOCK in known:
-            self.deadlock_found = True
-        self.active_props = [i for i in self.active_props if self.props[i].name not in known]
-        self.active_steps = [i for i in self.active_steps if self.props[i].name not in known]
-        self.active_wits = [i for i in self.active_wits if self.witnesses.get(self.props[i].name) is None]
-        self.sample_left = max(0, self.sample_left - used)
+        self.record(report, events.reached(stop), used)   # witnesses: those before the stop, if any
 
         self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.visited_count = sum(m["visited"] for m in mg)
         self.shipped = sum(m["received"] for m in mg)
         if stop is not None:
-            gen, counts, new, enabled, new_by = self._count_until(L, L2, stop)
-            self._add_counts(gen, counts)
-            self._add_coverage([enabled], [new_by])
+            gen, counts, new, enabled, new_by = self.jobs.count_until(L, L2, self._params(), stop)
+            self.add_counts(gen, counts)
+            self.add_coverage([enabled], [new_by])
             self.distinct += new
             self.frontier_size = 0
             self._level_done(d, sum(e["frontier"] for e in ex), new, t0)
@@ -629,30 +388,14 @@ class _Run:
         for e in ex:
             for k, v in e["acts"].items():
                 counts[k] = counts.get(k, 0) + v
-        self._add_counts(gen, counts)
-        self._add_coverage([e["enabled"] for e in ex], [m["newacts"] for m in mg])
+        self.add_counts(gen, counts)
+        self.add_coverage([e["enabled"] for e in ex], [m["newacts"] for m in mg])
         self.distinct += new_total
         self.frontier_size = new_total
-        self._publish(np.concatenate([m["new_fps"] for m in mg]))
+        self.jobs.publish(np.concatenate([m["new_fps"] for m in mg]))
         self.frontier_bytes = sum(m["frontier_bytes"] for m in mg)
         self._level_done(d, sum(e["frontier"] for e in ex), new_total, t0)
         return L2
-
-    def _add_counts(self, gen: int, counts: dict) -> None:
-        self.generated += gen
-        for k, v in counts.items():
-            self.counts[k] = self.counts.get(k, 0) + v
-
-    def _add_coverage(self, enabled: list, new: list) -> None:
-        """Add the level's per-task coverage counts (None: not counted) in."""
-        for total, parts in (("enabled_counts", enabled), ("new_counts", new)):
-            acc = getattr(self, total)
-            if acc is None or any(c is None for c in parts):
-                setattr(self, total, None)
-                continue
-            for c in parts:
-                for k, v in c.items():
-                    acc[k] = acc.get(k, 0) + v
 
     def _level_done(self, d: int, frontier: int, new: int, t0: float) -> None:
         secs = time.perf_counter() - t0
@@ -678,100 +421,6 @@ class _Run:
                 self.progress.flush()
             except Exception:  # noqa: BLE001
                 pass
-
-    # -- records of violations (the shape of checker.bfs's ``found``) ------------------
-
-    def _message(self, name: str, what: str) -> str:
-        return self.search.message(name, what)
-
-    def _dead_record(self, dead) -> tuple:
-        return (DEADLOCK, "deadlock", dead[3], None, DEADLOCK_MESSAGE)
-
-    def _outcome_record(self, ev) -> tuple:
-        """The found record (checker.bfs's shape) of a failure event."""
-        key, phase, prop, sfp, i, tfp = ev
-        name = self.props[prop].name
-        if phase == PH_STEP:
-            return (name, ALWAYS, sfp, (i, tfp), None)   # message: see _violation
-        return (name, ALWAYS, tfp, None, self._message(name, "does not hold in the last state"))
-
-    def _relevant(self, e, dead) -> bool:
-        """Would the local engine meet this error?  Not in a predicate of a property
-        it no longer checks there, nor in is_terminal() after a deadlock."""
-        key, phase, prop, kind = e[:4]
-        if prop >= 0 and prop in self._first_of and self._first_of[prop] < key:
-            return False
-        if kind == "terminal" and dead is not None and dead[:2] < e[:2]:
-            return False
-        return True
-
-    def _active_at(self, indices: list, key: bytes) -> list:
-        first = self._first_of
-        return [(self.props[i].name, self.props[i].predicate) for i in indices
-                if i not in first or first[i] >= key]
-
-    def _shorter_deadlock(self, first, dead, errors, L, L2):
-        """checker.bfs scans the rest of the level for a deadlock when the first
-        violation is one level deeper: a deadlock (or an error of actions() or
-        is_terminal() on the way to it) after the violating state wins."""
-        skey = first[0][:-KEY_BYTES]
-        late = [e for e in errors if e[3] in ("state", "terminal") and e[0] > skey]
-        err = min(late, key=error_order) if late else None
-        if err is not None and (dead is None or err[:2] < dead[:2]):
-            self._raise(err, L, L2, scan=True)
-        if dead is not None:
-            return [self._dead_record(dead)]
-        return None
-
-    # -- counting a stopped level again ------------------------------------------------
-
-    def _count_until(self, L, L2, stop):
-        """(generated, action counts, new states, enabled counts, new states per
-        action) of the level up to the stop event, as the local engine counts them
-        when it stops there."""
-        key, phase = stop
-        d = self.level
-        kl = KEY_BYTES * (d + 1)
-        if len(key) == kl:      # a state-level event (deadlock): nothing of that state counts
-            tbound = (key + b"\x00" * KEY_BYTES, False)
-            nbound = tbound
-        else:                   # a transition: it is counted; its state is stored only if checked (phase PROP)
-            tbound = (key, True)
-            nbound = (key, phase >= PH_PROP)
-        acc = self._accumulator()
-        params = self._params(bound=tbound, sample=0)
-        _job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
-        stats = acc.value
-        ex = [stats[("expand", d, p)] for p in range(self.n)]
-        gen = sum(e["gen"] for e in ex)
-        counts: dict[str, int] = {}
-        enabled: dict[str, int] = {}
-        for e in ex:
-            for k, v in e["acts"].items():
-                counts[k] = counts.get(k, 0) + v
-            for k, v in e["enabled"].items():
-                enabled[k] = enabled.get(k, 0) + v
-        below = L2.mapPartitionsWithIndex(partial(tasks.count_keys_below, {"bound": nbound})).collect()
-        new = sum(c for _, c, _ in below)
-        new_by: dict[str, int] | None = {}
-        for _, _, by in below:
-            if by is None:
-                new_by = None
-                break
-            for k, v in by.items():
-                new_by[k] = new_by.get(k, 0) + v
-        return gen, counts, new, enabled, new_by
-
-    def _kth_key(self, L2, k: int) -> bytes:
-        """The k-th smallest (1-based) order key among the new states of the level:
-        where max_states stops the local engine.  A distributed sort; only one key
-        comes back to the driver."""
-        keys = L2.mapPartitions(tasks.frontier_keys)
-        ranked = keys.sortBy(lambda x: x, numPartitions=self.n).zipWithIndex()
-        hit = ranked.filter(lambda kv, k=k: kv[1] == k - 1).keys().collect()
-        if len(hit) != 1:
-            raise RuntimeError(f"kmc spark engine: max_states: no new state of rank {k}")
-        return hit[0]
 
     # -- the level at max_depth --------------------------------------------------------
 
@@ -805,7 +454,7 @@ class _Run:
         if acting is not None:
             self.cut = True
         if cd and dead is not None:
-            self.found.append(self._dead_record(dead))
+            self.found.append(dead_record(dead))
             self.deadlock_found = True
             if not self.keep_going:
                 self.stopped = True
@@ -813,11 +462,7 @@ class _Run:
         self.L = L
 
     def _boundary_job(self, L, cd: bool, after) -> list:
-        acc = self._accumulator()
-        params = self._params(boundary=True, deadlock=cd, sample=0, acting_after=after)
-        _job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
-        stats = acc.value
-        out = [stats[("expand", self.level, p)] for p in range(self.n)]
+        out = self.jobs.boundary(L, self._params(boundary=True, deadlock=cd, sample=0, acting_after=after))
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in out])
         return out
 
@@ -826,23 +471,10 @@ class _Run:
     def _finish(self) -> SparkCheckResult:
         seconds = self.prior_seconds + time.perf_counter() - self.start
         complete = not (self.cut or self.stopped)
-        depth = self.level + (1 if self.distinct > self.stored_at_level else 0)
-        violations = [self._violation(*rec) for rec in self.found]
+        violations = [self.rederive.violation(*rec) for rec in self.found]
         if complete:
             violations += unreached_witnesses(self.witnesses)
-        stats = Stats(
-            distinct=self.distinct,
-            generated=self.generated,
-            depth=depth,
-            seconds=seconds,
-            states_per_second=self.distinct / seconds if seconds > 0 else 0.0,
-            peak_memory_bytes=peak_memory(),
-            action_counts=dict(self.counts),
-            witnesses=dict(self.witnesses),
-            complete=complete,
-            coverage=Coverage(None if self.enabled_counts is None else dict(self.enabled_counts), dict(self.counts),
-                              None if self.new_counts is None else dict(self.new_counts)),
-        )
+        stats = self.stats(seconds)
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         engine = {
             "engine": "spark",
@@ -855,176 +487,34 @@ class _Run:
             "executor_cpu_seconds": round(self.exec_cpu, 3),
             "visited_bytes": self.visited_bytes,
             "visited_bytes_per_state": (self.visited_bytes / self.visited_count) if self.visited_count else 0.0,
-            "held_bytes": self._held_bytes(),
+            "held_bytes": self.jobs.held_bytes(self.L),
         }
         return SparkCheckResult(verdict, violations, stats, engine)
-
-    def _held_bytes(self) -> int:
-        """What Spark's block manager holds for the last level (memory and disk)."""
-        if self.L is None:
-            return 0
-        try:
-            rid = self.L.id()
-            return sum(int(i.memSize()) + int(i.diskSize()) for i in self.sc._jsc.sc().getRDDStorageInfo()
-                       if int(i.id()) == rid)
-        except Exception:  # noqa: BLE001 - a developer API; the figure is informative only
-            return 0
-
-    def _violation(self, name, kind, fp, extra, message) -> Violation:
-        path = self._rebuild(fp)
-        if extra is not None:
-            i, h = extra
-            prev = path[-1].state
-            act = list(self.model.actions(prev))[i]
-            t = self.model.next_state(prev, act)
-            got = self.fp(t)
-            if got != h:
-                raise self.search.nondeterministic(act, prev, len(path) - 1, h, got)
-            path.append(Step(act, t, got))
-            if message is None:
-                message = self._message(name, f"is broken by the last step, {act}")
-        return Violation(property=name, kind=kind, path=path, message=message)
 
     def _links(self, fps: set[int]) -> dict[int, tuple[int, int]]:
         """Parent links of ``fps``, read from the partitions that hold them."""
         if self._init_links is not None:
             return {fp: (fp if self._init_links[fp][0] is None else self._init_links[fp][0], self._init_links[fp][1])
                     for fp in fps}
-        L = self.L
-        parts = sorted({fp % self.n for fp in fps})
-        rows = self.sc.runJob(L, partial(tasks.lookup, frozenset(fps)), parts)
-        return {fp: (par, act) for fp, par, act in rows}
-
-    def _rebuild(self, fp: int) -> list[Step]:
-        """Follow the parent links back to an initial state, then replay forwards
-        (checker.search.Search.rebuild, with the links on the executors)."""
-        chain = []
-        cur = fp
-        while True:
-            link = self._links({cur}).get(cur)
-            if link is None:
-                raise RuntimeError(f"kmc spark engine: no parent link for {format_fingerprint(cur)}")
-            par, idx = link
-            chain.append((cur, idx))
-            if par == cur:
-                break
-            cur = par
-        chain.reverse()
-        return replay_chain(self.model, self.fp, chain)
+        return self.jobs.links(self.L, fps)
 
     # -- model errors, re-derived on the driver ---------------------------------------
 
     def _raise(self, err, L, L2, scan: bool = False, boundary: bool = False):
-        """Re-derive a model error found on an executor: rebuild the state from the
-        parent links and make the calls checker.bfs makes there, with the properties
-        it still checks there, so that the same ModelError is raised with the
-        model's exception chained.  If the model does not fail again (it is not
-        deterministic), raise the executor's message."""
-        key, phase, prop, kind, fp, idx, msg = err
+        """Raise the model error ``err`` an executor met, re-derived on the driver
+        (checker.spark.rederive) with the properties the local engine still checks
+        at its key."""
         self.L = L2 if L2 is not None else L
-        search = self.search
-        model = self.model
-        d = self.level
-        try:
-            s = self._rebuild(fp)[-1].state
-        except ModelError:
-            raise
-        except Exception:  # noqa: BLE001
-            raise ModelError(msg) from None
-        if kind in ("state", "terminal"):
-            if scan:
-                try:
-                    if not model.within_boundary(s):
-                        raise ModelError(msg)
-                    acts = model.actions(s)
-                    if type(acts) is not list:
-                        acts = search.as_list(acts, s, d)
-                    if not acts:
-                        model.is_terminal(s)
-                except ModelError:
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    raise search.error("actions(state) or is_terminal(state)", s, d, e) from e
-                raise ModelError(msg)
-            within_overridden = getattr(type(model), "within_boundary", None) is not Model.within_boundary
-            if within_overridden or boundary:
-                try:
-                    inside = model.within_boundary(s)
-                except Exception as e:  # noqa: BLE001
-                    raise search.error("within_boundary(state)", s, d, e) from e
-                if not inside:
-                    raise ModelError(msg)
-            try:
-                acts = model.actions(s)
-            except Exception as e:  # noqa: BLE001
-                raise search.error("actions(state)", s, d, e) from e
-            if type(acts) is not list and (boundary or type(acts) is not tuple):
-                acts = search.as_list(acts, s, d)
-            if kind == "state" and not boundary:
-                search.check_actions(s, acts, d)
-                if len(acts) > tasks.MAX_INDEX:
-                    raise ModelError(msg)
-            if kind == "terminal":
-                try:
-                    model.is_terminal(s)
-                except Exception as e:  # noqa: BLE001
-                    raise search.error("is_terminal(state)", s, d, e) from e
-            raise ModelError(msg)
-        a = list(model.actions(s))[idx]
-        if kind == "trans":
-            if prop < 0:
-                try:
-                    t = model.next_state(s, a)
-                except Exception as e:  # noqa: BLE001
-                    raise search.error("next_state(state, action)", s, d, e, act=a) from e
-                search.check_successor(s, a, t, d)
-                try:
-                    self.fp(t)
-                except Exception as e:  # noqa: BLE001
-                    raise search.error("encode(state)", t, d + 1, e, via=a) from e
-                raise ModelError(msg)
-            t = model.next_state(s, a)
-            checks = self._active_at(self.active_steps, key)
-            try:
-                for chk in checks:
-                    if not chk[1](s, a, t):
-                        break
-                else:
-                    chk = None
-            except Exception as e:  # noqa: BLE001
-                raise search.error(f"the predicate of step property {chk[0]!r}", s, d, e, act=a) from e
-            if chk is not None:
-                for name, pred in checks:
-                    search.call_pred(name, pred, (s, a, t), s, d, a, kind="step property")
-            raise ModelError(msg)
-        # kind == "new": the witnesses, then the state properties, of a new state
-        t = model.next_state(s, a)
-        d1 = d + 1
-        wits = self._active_at(self.active_wits, key)
-        try:
-            for chk in wits:
-                if chk[1](t):
-                    break
-            else:
-                chk = None
-        except Exception as e:  # noqa: BLE001
-            raise search.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
-        if chk is not None:
-            for name, pred in wits:
-                search.call_pred(name, pred, (t,), t, d1, None, kind="sometimes property")
-        checks = self._active_at(self.active_props, key)
-        try:
-            for chk in checks:
-                if not chk[1](t):
-                    break
-            else:
-                chk = None
-        except Exception as e:  # noqa: BLE001
-            raise search.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
-        if chk is not None:
-            for name, pred in checks:
-                search.call_pred(name, pred, (t,), t, d1, None)
-        raise ModelError(msg)
+        key = err[0]
+        events = None if boundary else self.events
+
+        def active(indices: list) -> list:
+            if events is None:
+                return [(self.props[i].name, self.props[i].predicate) for i in indices]
+            return events.active_at(indices, key)
+
+        self.rederive.raise_error(err, self.level, active(self.active_steps), active(self.active_wits),
+                                  active(self.active_props), scan=scan, boundary=boundary)
 
     # -- checkpoints --------------------------------------------------------------------
 
@@ -1041,47 +531,8 @@ class _Run:
         }
 
     def _state(self) -> dict:
-        return {
-            "identity": self._identity(),
-            "level": self.level,
-            "distinct": self.distinct,
-            "generated": self.generated,
-            "counts": self.counts,
-            "enabled_counts": self.enabled_counts,
-            "new_counts": self.new_counts,
-            "witnesses": self.witnesses,
-            "found": [[r[0], r[1], r[2], list(r[3]) if r[3] is not None else None, r[4]] for r in self.found],
-            "deadlock_found": self.deadlock_found,
-            "active_props": self.active_props,
-            "active_steps": self.active_steps,
-            "active_wits": self.active_wits,
-            "sample_left": self.sample_left,
-            "frontier_size": self.frontier_size,
-            "seconds": self.prior_seconds + time.perf_counter() - self.start,
-            "levels": self.levels,
-            "visited_bytes": self.visited_bytes,
-            "visited_count": self.visited_count,
-        }
+        return self.state(self._identity(), self.prior_seconds + time.perf_counter() - self.start)
 
     def _restore(self, st: dict) -> None:
-        self.level = st["level"]
-        self.stored_at_level = sys.maxsize
-        self.distinct = st["distinct"]
-        self.generated = st["generated"]
-        self.counts = dict(st["counts"])
-        # A checkpoint written before coverage was kept: the report says n/a.
-        self.enabled_counts = dict(st["enabled_counts"]) if st.get("enabled_counts") is not None else None
-        self.new_counts = dict(st["new_counts"]) if st.get("new_counts") is not None else None
-        self.witnesses = dict(st["witnesses"])
-        self.found = [(r[0], r[1], r[2], tuple(r[3]) if r[3] is not None else None, r[4]) for r in st["found"]]
-        self.deadlock_found = st["deadlock_found"]
-        self.active_props = list(st["active_props"])
-        self.active_steps = list(st["active_steps"])
-        self.active_wits = list(st["active_wits"])
-        self.sample_left = st["sample_left"]
-        self.frontier_size = st["frontier_size"]
-        self.prior_seconds = st["seconds"]
-        self.levels = list(st["levels"])
-        self.visited_bytes = st.get("visited_bytes", 0)
-        self.visited_count = st.get("visited_count", 0)
+        self.restore(st)
         self._init_links = None

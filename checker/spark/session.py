@@ -401,6 +401,29 @@ def failure(e: BaseException, resume_dir: str | None = None) -> UsageError | Non
     return None
 
 
+def run_job(action: Any) -> Any:
+    """Run a Spark action (a callable); a failed task becomes a one-line error
+    that says why: a model the executors cannot import, a known failure (see
+    ``failure``), else the task's own exception line."""
+    try:
+        return action()
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ != "Py4JJavaError":
+            raise
+        text = str(e)
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        why = next((ln for ln in reversed(lines) if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln)
+                    and not ln.startswith(("org.", "java.", "scala.", "py4j."))), None)
+        if why and ("ModuleNotFoundError" in why or "ImportError" in why):
+            raise UsageError(f"a Spark executor could not import the model: {why}; the executors need the "
+                             f"model's modules on their PYTHONPATH (kmc passes its own import path)") from None
+        known = failure(e)      # a full disk, a dead executor: one line, the stack in the log
+        if known is not None:
+            raise known from None
+        first = next((ln for ln in lines if "Exception" in ln or "Error" in ln), lines[0] if lines else "")
+        raise RuntimeError(f"a Spark job failed: {why or first[:300]}") from None
+
+
 def _append_log(text: str) -> None:
     with _log_file() as f:
         try:
