@@ -114,7 +114,7 @@ def _tree_cpu(pid: int, seen: dict[int, tuple[str, float]]) -> None:
         stack.extend(children.get(p, ()))
 
 
-JVM_CPU: dict[str, float] = {}   # the JVM's share of the last run_tree (from /proc)
+JVM_CPU: dict[str, float] = {}   # the last run_tree's shares (from /proc): "last" (the JVM), "driver", "workers"
 
 
 def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, float, float]:
@@ -141,6 +141,8 @@ def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, fl
     waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     seen = sum(cpu for _, cpu in procs.values())
     JVM_CPU["last"] = sum(cpu for comm, cpu in procs.values() if comm == "java")
+    JVM_CPU["driver"] = procs.get(p.pid, ("", 0.0))[1]
+    JVM_CPU["workers"] = sum(cpu for pid, (comm, cpu) in procs.items() if comm != "java" and pid != p.pid)
     return subprocess.CompletedProcess(cmd, p.returncode, out, err), max(seen, waited), wall
 
 
@@ -286,6 +288,7 @@ def engine_run(spec: str, env: dict, engine: str, parts: int = 0) -> tuple[dict,
     if not d["checker"].startswith(env["KMC_BENCH_CWD"]):
         sys.exit(f"benchmark: the run meant for {env['KMC_BENCH_CWD']} imported {d['checker']}")
     d["jvm"] = JVM_CPU.get("last", 0.0)
+    d["driver_cpu"], d["workers_cpu"] = JVM_CPU.get("driver", 0.0), JVM_CPU.get("workers", 0.0)
     return d, cpu, wall
 
 
@@ -299,6 +302,7 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
     print(f"# Spark against the local engine, whole process tree CPU; {load()}")
     print("| " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * (len(cols) - 1))
+    split = []
     for spec in specs:
         loc, lcpu, _ = engine_run(spec, env, "local")
         row = [f"`{spec}`", f"{loc['distinct']:,}", str(loc["depth"]), f"{lcpu:.1f}"]
@@ -309,6 +313,8 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
                     (loc["distinct"], loc["generated"], loc["depth"], loc["verdict"]):
                 sys.exit(f"benchmark: {spec}: Spark {master} disagrees with the local engine: {d} vs {loc}")
             row += [f"{cpu:.1f} ({d['jvm']:.1f})", f"{cpu / lcpu:.2f}"]
+            split.append(f"| `{spec}` | {master} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
+                         f"{d['workers_cpu']:.1f} | {d['executor_cpu']:.1f} | {d['startup']:.1f} |")
             ship.append(f"{d['shipped'] / max(1, d['distinct']):.2f}")
             lev = f"{d['levels']} ({d['driver_levels']})"
         row += [lev, "; ".join(ship)]
@@ -319,6 +325,13 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
         print("| " + " | ".join(row) + " |", flush=True)
     print(f"\n({load()}; tree CPU = the driver, the JVM (in brackets, sampled from /proc) and the Python "
           f"workers, JVM start-up included; the same safety properties on every engine)")
+    print("\n| configuration | master | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s | "
+          "in the tasks CPU s | start-up wall s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(split))
+    print("\n(driver: the Python process that runs the search; workers: every other non-JVM process of the "
+          "tree (pyspark.daemon and its workers); in the tasks: the CPU the expand and merge tasks measure "
+          "themselves)")
 
 
 if __name__ == "__main__":
