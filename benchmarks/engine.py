@@ -143,6 +143,7 @@ def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, fl
     JVM_CPU["last"] = sum(cpu for comm, cpu in procs.values() if comm == "java")
     JVM_CPU["driver"] = procs.get(p.pid, ("", 0.0))[1]
     JVM_CPU["workers"] = sum(cpu for pid, (comm, cpu) in procs.items() if comm != "java" and pid != p.pid)
+    JVM_CPU["processes"] = sum(1 for pid, (comm, _) in procs.items() if comm != "java" and pid != p.pid)
     return subprocess.CompletedProcess(cmd, p.returncode, out, err), max(seen, waited), wall
 
 
@@ -289,6 +290,7 @@ def engine_run(spec: str, env: dict, engine: str, parts: int = 0) -> tuple[dict,
         sys.exit(f"benchmark: the run meant for {env['KMC_BENCH_CWD']} imported {d['checker']}")
     d["jvm"] = JVM_CPU.get("last", 0.0)
     d["driver_cpu"], d["workers_cpu"] = JVM_CPU.get("driver", 0.0), JVM_CPU.get("workers", 0.0)
+    d["processes"] = JVM_CPU.get("processes", 0)
     return d, cpu, wall
 
 
@@ -314,7 +316,7 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
                 sys.exit(f"benchmark: {spec}: Spark {master} disagrees with the local engine: {d} vs {loc}")
             row += [f"{cpu:.1f} ({d['jvm']:.1f})", f"{cpu / lcpu:.2f}"]
             split.append(f"| `{spec}` | {master} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
-                         f"{d['workers_cpu']:.1f} | {d['executor_cpu']:.1f} | {d['startup']:.1f} |")
+                         f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | {d['startup']:.1f} |")
             ship.append(f"{d['shipped'] / max(1, d['distinct']):.2f}")
             lev = f"{d['levels']} ({d['driver_levels']})"
         row += [lev, "; ".join(ship)]
@@ -325,7 +327,7 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
         print("| " + " | ".join(row) + " |", flush=True)
     print(f"\n({load()}; tree CPU = the driver, the JVM (in brackets, sampled from /proc) and the Python "
           f"workers, JVM start-up included; the same safety properties on every engine)")
-    print("\n| configuration | master | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s | "
+    print("\n| configuration | master | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s (processes) | "
           "in the tasks CPU s | start-up wall s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(split))
