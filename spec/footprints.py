@@ -81,6 +81,8 @@ def kafka_footprints(model) -> Footprints | None:
         "inbox": [("inbox", b) for b in B],
         "ctx": [("ctx", b) for b in B],
     }
+    shutdowns = cfg.max_controlled_shutdowns > 0
+    deletions = cfg.delete_topic_enable and cfg.max_topic_deletions > 0
     classes: dict = {}
     for b in B:
         stop_reads = [("alive", b), ("zk.session", b), ZC, *_budget("controller_failovers"),
@@ -101,12 +103,14 @@ def kafka_footprints(model) -> Footprints | None:
             [ZC, ("ctx", b), *every["inbox"]])
         # Every controller action of broker b: its context, ZooKeeper, and the
         # requests it sends to any broker (a controlled shutdown is offered only while
-        # the asker's stop fits the controller-failover budget).
+        # the asker's stop fits the controller-failover budget).  It reads other
+        # brokers' liveness only to start a controlled shutdown, and writes the
+        # topic's znodes only to complete a topic deletion.
         classes[("Controller", b)] = (
-            [("ctx", b), ZC, ZT, *every["alive"], *every["session"], *every["partition"],
-             *_budget("unclean_elections", "controlled_shutdowns", "controller_failovers"),
+            [("ctx", b), ZC, ZT, *(every["alive"] if shutdowns else [("alive", b)]), *every["session"],
+             *every["partition"], *_budget("unclean_elections", "controlled_shutdowns", "controller_failovers"),
              *_ghost("inv_partition_offline")],
-            [("ctx", b), ZT, *every["partition"], *every["inbox"],
+            [("ctx", b), *([ZT] if deletions else []), *every["partition"], *every["inbox"],
              *_budget("unclean_elections", "controlled_shutdowns"),
              *_ghost("inv_partition_offline", "inv_partition_back_online", "inv_unclean_election",
                      "inv_shutdown_moved_leader")])
@@ -158,9 +162,17 @@ def _guard_for(cfg):
     keep it disabled, the first of its enabling conditions (in a fixed order) that is
     false; None where no single one is (then every key the class reads counts)."""
     cache = cfg.metadata_cache
+    # Classes this configuration never enables: nothing enables them.
+    never = set()
+    if cfg.max_controlled_shutdowns == 0:
+        never.add("ShutdownBroker")
+    if not cfg.data_path:
+        never.update(("Produce", "Fetch", "TruncateFollower"))
 
     def guard(s, c):
         name = c[0]
+        if name in never:
+            return []
         zk = s.zk
         if name in ("CrashBroker", "ExpireSession"):
             b = c[1]
