@@ -37,31 +37,49 @@ from spec.state import (
 
 
 def broker_symmetry(model) -> Symmetry | None:
-    """The broker permutations that keep every partition's replica slots, or None."""
+    """The broker permutations that keep every partition's replica slots, or None.
+
+    With more than one partition, a broker permutation g may instead map partition
+    p's slots onto partition q's: then (g, pi), with pi(p) = q, renames brokers and
+    partitions together (two partitions with round-robin ARs [0, 1] and [1, 0] are
+    swapped by swapping brokers 0 and 1).  The elements are then (g, pi) pairs."""
     if model.reassign_targets:
         return None
-    n = model.cfg.brokers
+    n, parts = model.cfg.brokers, len(model.ar)
     slot_sets = [frozenset(slots) for slots in model.ar]
-    group = [g for g in permutations(range(n)) if all(frozenset(g[x] for x in ss) == ss for ss in slot_sets)]
+    group = []
+    for g in permutations(range(n)):
+        for pi in permutations(range(parts)):
+            if all(frozenset(g[x] for x in slot_sets[p]) == slot_sets[pi[p]] for p in range(parts)):
+                group.append((g, pi))
     if len(group) < 2:
         return None
-    # per element: per partition, the source slot index of each target slot
+    # per element: per target partition q, the source slot index of each of q's slots
     src = {}
-    for g in group:
+    for g, pi in group:
+        piinv = tuple(pi.index(q) for q in range(parts))
         per = []
-        for slots in model.ar:
-            pos = {b: i for i, b in enumerate(slots)}
-            idx = [0] * len(slots)
-            for i, b in enumerate(slots):
-                idx[pos[g[b]]] = i
-            per.append(tuple(idx))
-        src[g] = tuple(per)
-    inv = {g: tuple(g.index(b) for b in range(n)) for g in group}
+        for q, slots in enumerate(model.ar):
+            pos = {g[b]: j for j, b in enumerate(model.ar[piinv[q]])}
+            per.append(tuple(pos[b] for b in slots))
+        src[(g, pi)] = (tuple(per), piinv)
+    inv = {g: tuple(g.index(b) for b in range(n)) for g, _pi in group}
+    if all(pi == tuple(range(parts)) for _g, pi in group):
+        # brokers alone: the elements are broker permutations, as they always were
+        ident = tuple(range(parts))
+        per_g = {g: src[(g, pi)][0] for g, pi in group}
 
-    def apply(s: KafkaState, g: tuple) -> KafkaState:
-        return _permute(s, g, inv[g], src[g])
+        def apply(s: KafkaState, g: tuple) -> KafkaState:
+            return _permute(s, g, inv[g], per_g[g], ident, ident)
 
-    return Symmetry(group, apply, sort="brokers")
+        return Symmetry([g for g, _pi in group], apply, sort="brokers")
+
+    def apply_both(s: KafkaState, e: tuple) -> KafkaState:
+        g, pi = e
+        per, piinv = src[e]
+        return _permute(s, g, inv[g], per, pi, piinv)
+
+    return Symmetry(group, apply_both, sort="broker-and-partition")
 
 
 def _ids(t: tuple, g: tuple) -> tuple:
@@ -88,50 +106,66 @@ def _li(li: LeaderIsr, g: tuple) -> LeaderIsr:
                      li.controller_epoch, li.version)
 
 
-def _req(r, g: tuple):
+def _req(r, g: tuple, pi: tuple):
     if type(r) is LeaderAndIsr:
-        return LeaderAndIsr(r.controller_epoch, r.partition, g[r.leader] if r.leader != NO_LEADER else NO_LEADER,
+        return LeaderAndIsr(r.controller_epoch, pi[r.partition], g[r.leader] if r.leader != NO_LEADER else NO_LEADER,
                             r.leader_epoch, _idset(r.isr, g), r.version, _ids(r.replicas, g))
-    if type(r) is UpdateMetadata and r.leader != NO_LEADER:
-        return r._replace(leader=g[r.leader])
-    return r
+    if type(r) is UpdateMetadata:
+        return r._replace(partition=pi[r.partition], leader=g[r.leader] if r.leader != NO_LEADER else NO_LEADER)
+    return r._replace(partition=pi[r.partition])
 
 
-def _ctx(c: ControllerContext | None, g: tuple, ginv: tuple, src: tuple) -> ControllerContext | None:
+def _per_part(t: tuple, piinv: tuple) -> tuple:
+    """A tuple indexed by partition, moved to the new partition ids: new[pi[p]] = old[p]."""
+    return tuple(t[piinv[q]] for q in range(len(t))) if t else t
+
+
+def _ctx(c: ControllerContext | None, g: tuple, ginv: tuple, src: tuple, piinv: tuple) -> ControllerContext | None:
     if c is None:
         return None
     return ControllerContext(
-        c.epoch, _per_broker(c.live, ginv), tuple(_li(li, g) for li in c.partitions), c.partition_states,
-        tuple(_slots(rs, src[p]) for p, rs in enumerate(c.replica_states)), _per_broker(c.shutting_down, ginv),
-        c.deleting, tuple(_ids(ar, g) for ar in c.ar),
+        c.epoch, _per_broker(c.live, ginv), tuple(_li(c.partitions[p], g) for p in piinv),
+        _per_part(c.partition_states, piinv),
+        tuple(_slots(c.replica_states[p], src[q]) for q, p in enumerate(piinv)), _per_broker(c.shutting_down, ginv),
+        c.deleting, tuple(_ids(c.ar[p], g) for p in piinv),
         tuple(None if r is None else Reassignment(_ids(r.target, g), _ids(r.original, g), r.step)
-              for r in c.reassigning))
+              for r in _per_part(c.reassigning, piinv)))
 
 
-def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple) -> Broker:
+def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple, pi: tuple, piinv: tuple) -> Broker:
     inbox = br.inbox
     if inbox:
-        inbox = tuple(sorted((_req(r, g) for r in inbox), key=request_key))
+        inbox = tuple(sorted((_req(r, g, pi) for r in inbox), key=request_key))
     # _replace keeps every other field (they hold no broker id: logs, HWs, epoch caches)
-    replicas = tuple(r._replace(leos=_slots(r.leos, src[p])) for p, r in enumerate(br.replicas))
-    br = br._replace(partitions=tuple(_li(li, g) for li in br.partitions), inbox=inbox,
-                     ctx=_ctx(br.ctx, g, ginv, src), replicas=replicas,
-                     assigned=tuple(_ids(a, g) for a in br.assigned))
+    replicas = br.replicas
+    if replicas:
+        replicas = tuple(replicas[p]._replace(leos=_slots(replicas[p].leos, src[q])) for q, p in enumerate(piinv))
+    br = br._replace(partitions=tuple(_li(br.partitions[p], g) for p in piinv), inbox=inbox,
+                     ctx=_ctx(br.ctx, g, ginv, src, piinv), replicas=replicas,
+                     assigned=tuple(_ids(a, g) for a in _per_part(br.assigned, piinv)))
     if type(br) is CachingBroker:
-        br = br._replace(metadata=tuple(g[x] if x != NO_LEADER else NO_LEADER for x in br.metadata))
+        br = br._replace(metadata=tuple(g[x] if x != NO_LEADER else NO_LEADER for x in _per_part(br.metadata, piinv)))
     return br
 
 
-def _permute(s: KafkaState, g: tuple, ginv: tuple, src: tuple) -> KafkaState:
+def _records(t: tuple, pi: tuple) -> tuple:
+    """A ghost set of (partition, offset, epoch), renamed and kept sorted."""
+    return tuple(sorted((pi[r[0]],) + tuple(r[1:]) for r in t)) if t else t
+
+
+def _permute(s: KafkaState, g: tuple, ginv: tuple, src: tuple, pi: tuple, piinv: tuple) -> KafkaState:
     zk = s.zk
     zk2 = Zk(g[zk.controller] if zk.controller != NO_LEADER else NO_LEADER, zk.controller_epoch,
-             _per_broker(zk.sessions, ginv), zk.topic, tuple(_li(li, g) for li in zk.partitions), zk.delete_topic,
-             tuple(_ids(ar, g) for ar in zk.ar), tuple(_ids(r, g) for r in zk.reassign))
-    brokers = tuple(_broker(s.brokers[ginv[b]], g, ginv, src) for b in range(len(s.brokers)))
+             _per_broker(zk.sessions, ginv), zk.topic, tuple(_li(zk.partitions[p], g) for p in piinv),
+             zk.delete_topic, tuple(_ids(zk.ar[p], g) for p in piinv), tuple(_ids(r, g) for r in _per_part(zk.reassign, piinv)))
+    brokers = tuple(_broker(s.brokers[ginv[b]], g, ginv, src, pi, piinv) for b in range(len(s.brokers)))
     gh = s.ghost
-    ghost = gh._replace(inv_leader_moved=tuple(_ids(r, g) for r in gh.inv_leader_moved)) \
-        if any(gh.inv_leader_moved) else gh
-    return KafkaState(zk2, brokers, s.budget, ghost)
+    if any(gh.inv_leader_moved):
+        gh = gh._replace(inv_leader_moved=tuple(_ids(r, g) for r in _per_part(gh.inv_leader_moved, piinv)))
+    if any(i != p for p, i in enumerate(pi)):
+        gh = gh._replace(inv_pending=_records(gh.inv_pending, pi), inv_acked=_records(gh.inv_acked, pi),
+                         inv_read=_records(gh.inv_read, pi))
+    return KafkaState(zk2, brokers, s.budget, gh)
 
 
 __all__ = ["broker_symmetry"]
