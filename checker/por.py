@@ -158,7 +158,8 @@ class Ample(Model):
             raise ModelError(f"footprints(): action {a} has class {c!r}, which the declaration does not list")
         return c
 
-    def _enablers(self, s: State, c: Any) -> list:
+    def enablers_in(self, s: State, c: Any) -> list:
+        """The classes that could enable class c, disabled in s (its guard applied)."""
         guard = self.fps.guard
         keys = guard(s, c) if guard is not None else None
         if keys is None:
@@ -186,7 +187,7 @@ class Ample(Model):
             ok = True
             while work and ok:
                 c = work.pop()
-                more = self.dep[c] if c in by_class else (self.enablers[c] if s is None else self._enablers(s, c))
+                more = self.dep[c] if c in by_class else (self.enablers[c] if s is None else self.enablers_in(s, c))
                 for d in more:
                     if d not in t:
                         if d in by_class and d in self.visible:

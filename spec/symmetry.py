@@ -10,8 +10,9 @@ in two places:
 - the replica *slots* of each partition (``KafkaModel.ar``, the initial AR plus any
   broker a reassignment adds), which index per-replica tuples (a controller's
   replica states, a leader's follower LEOs).  A permutation must map each
-  partition's slots onto themselves; the group is the permutations that do (all
-  of them when the replication factor equals the broker count);
+  partition's slots onto themselves, or onto another partition's when the
+  partitions are permuted with it (below); the group is the permutations that do
+  (all of them when the replication factor equals the broker count);
 - reassignment targets (``reassignments=...``): with any, no symmetry is declared.
 
 The permutation applies to the whole state: ids (controller, leaders), id sets
@@ -19,10 +20,12 @@ The permutation applies to the whole state: ids (controller, leaders), id sets
 their order, so the preferred replica stays first), per-broker tuples (sessions,
 brokers, a controller's live and shutting-down views: moved to the new ids), and
 per-slot tuples (re-indexed through the slots).  A broker's inbox is re-sorted, as
-``spec.state.add_request`` keeps it.  Partitions are not permuted: their ARs differ
-(partition p's starts at broker p), so only a broker permutation that rotates the
-AR along with a partition permutation could be one, which is not worth its cost at
-the partition counts the presets use (mostly one).
+``spec.state.add_request`` keeps it.  Partitions are not permuted alone: their ARs
+differ (partition p's starts at broker p).  But a broker permutation that maps one
+partition's slots onto another's, with that partition permutation, renames the
+whole configuration onto itself (ARs [0, 1] and [1, 0]: swap both brokers and both
+partitions); then every per-partition tuple, the partition of each request in flight
+and of each ghost record are moved too.
 """
 
 from __future__ import annotations
