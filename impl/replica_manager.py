@@ -128,14 +128,25 @@ class ReplicaManager:
     def _stale_controller(self, epoch: int) -> bool:
         return self.config.controller_epoch_check and epoch < self.controller_epoch
 
+    def _fenced(self, req, refusal: str = "") -> bool:
+        """The broker's controller-epoch fence (``ReplicaManager.becomeLeaderOrFollower``,
+        ``maybeUpdateMetadataCache``, ``stopReplicas``): a request from an older controller
+        epoch is refused (STALE_CONTROLLER_EPOCH; ``refusal``, formatted with ``req`` and
+        the ``latest`` epoch, goes to the state-change log); any other makes its epoch the
+        latest the broker knows."""
+        if self._stale_controller(req.controller_epoch):
+            if refusal:
+                self._trace("", refusal.format(req=req, latest=self.controller_epoch))
+            return True
+        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
+        return False
+
     def handle_leader_and_isr(self, req: LeaderAndIsrRequest) -> str:
         tp = req.topic_partition
-        if self._stale_controller(req.controller_epoch):
-            self._trace("", f"received LeaderAndIsr request from controller {req.controller_id} with "
-                        f"correlation id 0 epoch {req.controller_epoch} since its controller epoch "
-                        f"{req.controller_epoch} is old. Latest known controller epoch is {self.controller_epoch}")
+        if self._fenced(req, "received LeaderAndIsr request from controller {req.controller_id} with correlation "
+                             "id 0 epoch {req.controller_epoch} since its controller epoch {req.controller_epoch} "
+                             "is old. Latest known controller epoch is {latest}"):
             return STALE_CONTROLLER_EPOCH
-        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         current = self.partitions.get(tp)
         current_epoch = current.leader_epoch if current else -1
         if self._stale_leader_epoch(req.leader_epoch, current_epoch):
@@ -202,12 +213,9 @@ class ReplicaManager:
         epoch is refused (ControllerMovedException, STALE_CONTROLLER_EPOCH); otherwise
         ``MetadataCache.updateCache`` takes the partition's leadership as it is, with
         no leader-epoch check, and the broker remembers the controller epoch."""
-        if self._stale_controller(req.controller_epoch):
-            self._trace("", f"Received UpdateMetadata request from controller {req.controller_id} with epoch "
-                        f"{req.controller_epoch}, older than the latest known controller epoch "
-                        f"{self.controller_epoch}")
+        if self._fenced(req, "Received UpdateMetadata request from controller {req.controller_id} with epoch "
+                             "{req.controller_epoch}, older than the latest known controller epoch {latest}"):
             return STALE_CONTROLLER_EPOCH
-        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         self.metadata_cache[req.topic_partition] = req.leader
         self._trace("", f"Cached leader info leader {req.leader} leader epoch {req.leader_epoch} for partition "
                     f"{req.topic_partition} in response to UpdateMetadata request sent by controller "
@@ -216,10 +224,9 @@ class ReplicaManager:
 
     def handle_stop_replica(self, req: StopReplicaRequest) -> list:
         tp = req.topic_partition
-        if self._stale_controller(req.controller_epoch):
+        if self._fenced(req):
             return [Respond(req.controller_id, StopReplicaResponse(self.broker_id, req.controller_epoch, tp,
                                                                    STALE_CONTROLLER_EPOCH))]
-        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         self.fetchers.pop(tp, None)
         self._trace("", f"Handling StopReplica (delete={req.delete_partition}) for partition {tp} from "
                     f"controller {req.controller_id} epoch {req.controller_epoch}")
