@@ -68,7 +68,11 @@ TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds unt
 (none: no variable         after every action, ``refused_fetch(f, tp)`` for each        a refused round changes nothing:
 changes)                   follower whose leader would refuse its next Fetch or         the model has no step for it
                            OffsetsForLeaderEpoch (NOT_LEADER_FOR_PARTITION,
-                           FENCED_LEADER_EPOCH): the round runs, nothing may change
+                           FENCED_LEADER_EPOCH): the round runs, nothing may change;
+                           and ``shrink_isr``/``expand_isr`` for each replica a
+                           leader with a stale cached zkVersion would take out of
+                           (or add to) its ISR: ZooKeeper refuses the write
+                           (BadVersion), nothing may change
 ReassignPartitions(p, r)   ``Admin.execute_reassignment`` (kafka-reassign-partitions    same
                            --execute) writes /admin/reassign_partitions; a target
                            with no registered broker, which the tool refuses, as
@@ -258,6 +262,7 @@ class KafkaImplementation:
             self.admin.create_topic(TOPIC, self.partitions, rf, topic_config, assignment=self.assignment)
         self.reassign_targets = parse_reassignments(str(_cfg(config, "reassignments", "")))
         self.budget.reassignments = list(self.reassign_targets)
+        self.written_targets: dict = {}     # the last target the admin wrote for each partition
         # Per-replica lists are over every broker that may ever hold a replica: the
         # initial AR, then each broker a reassignment adds, in order of first mention.
         self.slots = {p: list(ar) for p, ar in self.assignment.items()}
@@ -549,6 +554,7 @@ class KafkaImplementation:
             self._react()
         self._complete_delayed_produces()
         self._refused_fetches()
+        self._refused_isr_writes()
 
     def _refused_fetches(self) -> None:
         """Kafka's fetchers keep sending: a follower whose leader no longer answers it
@@ -560,6 +566,27 @@ class KafkaImplementation:
             rm = self._rm(f)
             for tp in sorted(rm.fetchers) if rm is not None else ():
                 self.cluster.refused_fetch(f, tp)
+
+    def _refused_isr_writes(self) -> None:
+        """A leader whose cached zkVersion is stale (the controller rewrote the state
+        znode since its last LeaderAndIsr) still runs its ISR expiration timer and
+        handles fetches: its conditional ISR write fails on BadVersion (Kafka's
+        ``Partition.updateIsr``: "Cached zkVersion ... not equal to that in zookeeper,
+        skip updating ISR") and it keeps its ISR, a step the model leaves out (it changes
+        no variable).  After every action each such leader tries once to shrink (or
+        expand) the ISR by each replica its own guard allows, so that the refusal runs
+        and must leave what ``observe`` shows as it was."""
+        for b in range(self.n):
+            rm = self._rm(b)
+            for tp in sorted(rm.partitions) if rm is not None else ():
+                p = rm.leader_partition(tp)
+                if p is None or rm.isr_write_would_succeed(tp):
+                    continue
+                for r in p.replicas:
+                    if rm.can_shrink_isr(tp, r):
+                        self.cluster.shrink_isr(b, tp, r)
+                    elif rm.can_expand_isr(tp, r):
+                        self.cluster.expand_isr(b, tp, r)
 
     # -- atomic_controller: the controller reacts within the step of each event ---------------
     def _reactions(self):
@@ -715,6 +742,7 @@ class KafkaImplementation:
         elif name == "ReassignPartitions":
             self.budget.reassignments.pop(0)
             entries = {self._tp(act): tuple(act.get("replicas"))}
+            self.written_targets.update(entries)
             if set(act.get("replicas")) & set(c.admin.get_all_broker_and_epochs()):
                 self.admin.execute_reassignment(entries)    # kafka-reassign-partitions --execute
             else:
@@ -780,7 +808,49 @@ class KafkaImplementation:
         out = {"zk": observed_zk, "brokers": brokers}
         if self.data_path:
             out["acked"] = [[tp.partition, o, e] for tp, o, e in sorted(self.acknowledged)]
+            if zk.topic_exists(TOPIC):
+                self._check_replica_verification(tps)
+        if self.reassign_targets and zk.topic_exists(TOPIC):
+            self._check_reassignment_tools(tps)
         return out
+
+    def _check_replica_verification(self, tps) -> None:
+        """kafka-replica-verification (``Admin.verify_replicas``) must describe the logs
+        ``observe`` shows: the leader's HW, every replica's LEO (None while its broker is
+        down), and whether its log holds the leader's records below the HW.  A report
+        that disagrees with the brokers' logs is a bug of the tool, raised here."""
+        c = self.cluster
+        for v in self.admin.verify_replicas(TOPIC):
+            tp = tps[v.partition]
+            logs = {r: (c.disks[r].logs[tp].records if tp in c.disks[r].logs else []) for r in v.log_end_offsets}
+            lead = v.leader != NO_LEADER and self._running(v.leader)
+            hw = c.disks[v.leader].logs[tp].high_watermark_checkpoint if lead and tp in c.disks[v.leader].logs \
+                else (0 if lead else -1)
+            leos = {r: len(logs[r]) if lead and self._running(r) else None for r in logs}
+            in_sync = {r: lead and self._running(r) and logs[r][:hw] == logs[v.leader][:hw] for r in logs}
+            want = (hw, leos, in_sync, lead and all(in_sync.values()))
+            if (v.high_watermark, v.log_end_offsets, v.in_sync, v.all_in_sync) != want:
+                raise RuntimeError(f"kafka-replica-verification reports {v} for {tp}; the logs say "
+                                   f"(hw, leos, in_sync, all) = {want}")
+
+    def _check_reassignment_tools(self, tps) -> None:
+        """kafka-reassign-partitions --verify (``Admin.verify_reassignment``) on each
+        target the admin wrote must say what ZooKeeper holds: "in progress" while
+        /admin/reassign_partitions names the partition, else "completed" if its AR is
+        the target and "failed" if not; and --generate's current assignment must be
+        the topic's AR."""
+        zk = self.cluster.admin
+        pending = get_partition_reassignment(zk)
+        ar = zk.get_assignment(TOPIC)
+        for tp, target in sorted(self.written_targets.items()):
+            got = self.admin.verify_reassignment({tp: target})[tp]
+            want = "in progress" if tp in pending else "completed" if ar.get(tp.partition) == target else "failed"
+            if got != want:
+                raise RuntimeError(f"kafka-reassign-partitions --verify says {got!r} for {tp} -> {list(target)}; "
+                                   f"ZooKeeper says {want!r}")
+        current, _ = self.admin.generate_reassignment([TOPIC], range(self.n))
+        if current != {tp: ar[tp.partition] for tp in tps if tp.partition in ar}:
+            raise RuntimeError(f"kafka-reassign-partitions --generate's current assignment {current} is not the AR {ar}")
 
     def _partition_states(self, tps, desc) -> list[dict]:
         """Each partition's state znode, its leader, leader epoch and ISR as the admin
