@@ -287,3 +287,19 @@ def test_the_controller_asks_for_its_own_controlled_shutdown_only_while_it_may_s
     assert asked not in list(m.actions(s))
     spare = s._replace(budget=s.budget._replace(controller_failovers=1))
     assert asked in list(m.actions(spare))
+
+
+def test_each_bounded_parameter_takes_its_whole_range_and_no_more():
+    """The parameters' ranges are the family's contract with its users (kmc check --set):
+    each bound is accepted and one past it is refused with a one-line error."""
+    from checker.errors import UsageError
+    bounds = {"brokers": (1, 16), "partitions": (1, 4), "replication_factor": (1, 6), "max_crashes": (0, 5),
+              "max_session_expiries": (0, 5), "max_controller_failovers": (0, 5), "max_isr_shrinks": (0, 5),
+              "max_unclean_elections": (0, 5), "max_controlled_shutdowns": (0, 3), "max_topic_deletions": (0, 1),
+              "max_records": (0, 4), "min_insync_replicas": (1, 6)}
+    for key, (lo, hi) in bounds.items():
+        for ok in (lo, hi):
+            assert resolve(FAMILY, "tiny", {key: ok})[key] == ok
+        for bad in (lo - 1, hi + 1):
+            with pytest.raises(UsageError, match=f"'{key}' = {bad} is out of range"):
+                resolve(FAMILY, "tiny", {key: bad})
