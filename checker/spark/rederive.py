@@ -154,17 +154,7 @@ class Rederive:
                 raise search.error("encode(state)", t, d + 1, e, via=a) from e
             raise ModelError(msg)
         t = model.next_state(s, a)
-        try:
-            for chk in steps:
-                if not chk[1](s, a, t):
-                    break
-            else:
-                chk = None
-        except Exception as e:  # noqa: BLE001
-            raise search.error(f"the predicate of step property {chk[0]!r}", s, d, e, act=a) from e
-        if chk is not None:
-            for name, pred in steps:
-                search.call_pred(name, pred, (s, a, t), s, d, a, kind="step property")
+        _raise_predicate_error(search, steps, (s, a, t), s, d, "step property", trips_when=False, act=a)
         raise ModelError(msg)
 
     def _new_state_error(self, s, a, d: int, msg: str, wits: Checks, props: Checks):
@@ -172,27 +162,26 @@ class Rederive:
         ``next_state(s, a)``."""
         search = self.search
         t = self.model.next_state(s, a)
-        d1 = d + 1
-        try:
-            for chk in wits:
-                if chk[1](t):
-                    break
-            else:
-                chk = None
-        except Exception as e:  # noqa: BLE001
-            raise search.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
-        if chk is not None:
-            for name, pred in wits:
-                search.call_pred(name, pred, (t,), t, d1, None, kind="sometimes property")
-        try:
-            for chk in props:
-                if not chk[1](t):
-                    break
-            else:
-                chk = None
-        except Exception as e:  # noqa: BLE001
-            raise search.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
-        if chk is not None:
-            for name, pred in props:
-                search.call_pred(name, pred, (t,), t, d1, None)
+        _raise_predicate_error(search, wits, (t,), t, d + 1, "sometimes property", trips_when=True, via=a)
+        _raise_predicate_error(search, props, (t,), t, d + 1, "property", trips_when=False, via=a)
         raise ModelError(msg)
+
+
+def _raise_predicate_error(search: Search, checks: Checks, args: tuple, state, depth: int, kind: str,
+                           trips_when: bool, act=None, via=None) -> None:
+    """Raise the error of the predicate in ``checks`` that raises on ``args``, as the
+    local engine meets it: it evaluates the checks in order and stops at the first that
+    trips (a property false, a witness true), so the one that raised is either met in
+    that pass or, if a check tripped first, among the rest, which ``call_pred`` runs.
+    Returns if none raises."""
+    try:
+        for chk in checks:
+            if bool(chk[1](*args)) is trips_when:
+                break
+        else:
+            chk = None
+    except Exception as e:  # noqa: BLE001
+        raise search.error(f"the predicate of {kind} {chk[0]!r}", state, depth, e, act=act, via=via) from e
+    if chk is not None:
+        for name, pred in checks:
+            search.call_pred(name, pred, args, state, depth, act, kind=kind)
