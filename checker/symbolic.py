@@ -75,6 +75,7 @@ from checker.config import suggest
 from checker.graph import explore
 from checker.invariants import run_user_file
 from checker.model import Action
+from checker.solver import FreshSolver
 
 __all__ = [
     "TYPE_OK",
@@ -337,11 +338,8 @@ def _step_violation(inv: SymInvariant, step: TransitionStep) -> z3.BoolRef:
     return z3.Or(parts) if parts else z3.BoolVal(False)
 
 
-def _solver(timeout_s: float | None) -> z3.Solver:
-    s = z3.Solver()
-    if timeout_s:
-        s.set("timeout", int(timeout_s * 1000))
-    return s
+def _solver(timeout_s: float | None) -> FreshSolver:
+    return FreshSolver(timeout_s)
 
 
 def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInvariant]:
@@ -823,7 +821,7 @@ def confirm_cti(model: SymbolicModel, explicit_model: Any, cti: Cti, names: Sequ
             broken = not (prop.predicate(s, a, t) if prop.step else prop.predicate(t))
             if not broken:
                 continue
-            solver = z3.Solver()
+            solver = FreshSolver()
             solver.add(model.abstract(s, f), model.abstract(t, g))
             solver.add(*[_state_pred(c, f) for c in conj])
             solver.add(*step.constraints)
