@@ -209,6 +209,19 @@ def test_a_wrong_lemma_is_caught_as_not_inductive(tmp_path):
     assert not res.proved and res.cti.broken == "NoController" and res.cti.action.name == "ElectController"
 
 
+@pytest.mark.parametrize("earlier_terms", [7, 333])
+def test_a_proof_does_not_depend_on_the_terms_created_before_it(tmp_path, earlier_terms):
+    """z3 numbers terms per context and searches in that order: without a private
+    context per proof, this CTI came back 'unknown (incomplete quantifiers)' after 7
+    or 333 unrelated terms had been created in the process (CI saw it under xdist)."""
+    _unrelated = [z3.Int(f"unrelated{i}") + 1 for i in range(earlier_terms)]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import z3\nfrom checker.symbolic import lemma\n"
+                   "NoController = lemma('NoController', lambda f: f.zk_controller == -1)\n")
+    res = prove(sym(brokers=3), ["AtMostOneActiveController"], lemmas=lemmas() + load_lemmas(bad))
+    assert res.unknown is None and res.cti is not None and res.cti.broken == "NoController"
+
+
 def test_a_proof_covers_every_fault_budget(tmp_path):
     """The default preset allows no crash (max_crashes=0), but the induction step starts
     from any budget: a lemma that only holds without crashes is broken by CrashBroker."""
