@@ -15,6 +15,7 @@ import z3
 from checker.config import resolve
 from checker.graph import explore
 from checker.model import action
+from checker.solver import FreshSolver
 from checker.symbolic import TransitionStep, bmc, confirm_cti, load_lemmas, prove, to_explicit
 from spec.config import KafkaConfig
 from spec.family import FAMILY
@@ -171,7 +172,7 @@ def test_the_reassignment_lemmas_hold_on_the_reachable_states_of_the_explicit_mo
     conj = z3.And([s.wellformed(f)] + [lem.predicate(f) for lem in reassign])
     graph = explore(model)
     for n in range(0, len(graph.states), stride):
-        solver = z3.Solver()
+        solver = FreshSolver()
         solver.add(s.abstract(graph.states[n], f), z3.Not(conj))
         assert solver.check() == z3.unsat, f"a lemma fails on reachable state {n}"
 
@@ -410,7 +411,7 @@ def _edges_agree(preset, stride):
     for src, a, dst in graph.edges[::stride]:
         f, g = s.frame("s"), s.frame("t")
         step = TransitionStep(s, acts, by_name[a.name], f, g, "x")
-        solver = z3.Solver()
+        solver = FreshSolver()
         solver.add(s.abstract(graph.states[src], f), s.abstract(graph.states[dst], g), *step.constraints)
         assert solver.check() == z3.sat, f"{a} from state {src} is not a symbolic step"
         m = solver.model()
@@ -467,7 +468,7 @@ def test_what_z3_enables_the_explicit_model_enables(preset, stride):
         enabled = set(model.actions(state))
         for act in s.actions():
             params = {k: z3.Const(f"{act.name}.{k}", srt) for k, srt in act.params}
-            solver = z3.Solver()
+            solver = FreshSolver()
             solver.add(s.abstract(state, f), act.guard(f, params))
             while solver.check() == z3.sat:
                 m = solver.model()
@@ -556,6 +557,6 @@ def test_the_lemmas_hold_on_the_reachable_states_of_the_explicit_model(preset, o
     conj = z3.And([s.wellformed(f)] + [lem.predicate(f) for lem in lemmas(epochs=True)])
     graph = explore(model)
     for n in range(0, len(graph.states), stride):
-        solver = z3.Solver()
+        solver = FreshSolver()
         solver.add(s.abstract(graph.states[n], f), z3.Not(conj))
         assert solver.check() == z3.unsat, f"a lemma fails on reachable state {n}"
