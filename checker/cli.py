@@ -58,7 +58,9 @@ from checker.report import CheckPlan, Report
 from checker.result import VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
-from checker.trace import load_trace, render_changes, render_state, replay, write_trace
+from checker.replay import replay
+from checker.staterender import render_changes, render_state
+from checker.trace import load_trace, write_trace
 from checker.tracehtml import trace_page
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]

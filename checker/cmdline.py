@@ -25,8 +25,8 @@ from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.imports import import_ref
 from checker.model import ModelFamily, Property
-from checker.trace import fill
-from checker.trace import width as terminal_width
+from checker.staterender import fill
+from checker.staterender import width as terminal_width
 from checker.traceschema import shown
 
 GROUP = "kmc.models"

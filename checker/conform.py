@@ -97,7 +97,9 @@ from checker.graph import StateGraph, explore  # noqa: F401 - explore: the docte
 from checker.imports import import_ref
 from checker.model import Action, Model, State, plain
 from checker.result import Violation
-from checker.trace import ABSENT, action_from_json, action_to_json, render_changes, same_value, write_trace
+from checker.statediff import ABSENT, same_value
+from checker.staterender import render_changes
+from checker.trace import action_from_json, action_to_json, write_trace
 from checker.traceschema import loads
 
 __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save", "canonical",
@@ -136,8 +138,8 @@ def _view(obs: Any) -> Any:
 
 
 def diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
-    """``[(key, old, new)]`` field by field, keys spelled as ``checker.trace.flatten``
-    spells them.  Unlike ``checker.trace.diff`` it does not align lists: in an
+    """``[(key, old, new)]`` field by field, keys spelled as ``checker.statediff.flatten``
+    spells them.  Unlike ``checker.statediff.diff`` it does not align lists: in an
     observation a list is usually positional (the log of replica 1 is ``logs[1]``),
     so lists of one length are compared index by index and lists of different
     lengths are shown whole (``isr: [0, 1] -> [0]``).

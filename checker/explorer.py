@@ -42,7 +42,10 @@ from typing import Any, Mapping, Sequence
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint, format_fingerprint
 from checker.model import ALWAYS, Action, Model, Property
-from checker.trace import ReplayStep, action_to_json, diff, show_value, state_view
+from checker.replay import ReplayStep
+from checker.statediff import diff
+from checker.staterender import show_value
+from checker.trace import action_to_json, state_view
 
 PATH_SEPARATOR = "."
 

@@ -16,7 +16,9 @@ from checker.errors import describe_exception as _exc
 from checker.fingerprint import format_fingerprint
 from checker.graph import StateGraph
 from checker.model import Model, State
-from checker.trace import flatten, jsonable, render_state, show_value, state_view
+from checker.statediff import flatten, jsonable
+from checker.staterender import render_state, show_value
+from checker.trace import state_view
 
 __all__ = ["LABEL_LINES", "labelled", "node_label", "write_dot"]
 

@@ -18,7 +18,8 @@ from checker.cmdline import count, para, reopen_args, width
 from checker.coverage import never_enabled_line, vocabulary
 from checker.model import SOMETIMES, Property
 from checker.result import BOUNDED, OK, CheckResult
-from checker.trace import DEADLOCK_RATIONALE, fill
+from checker.staterender import fill
+from checker.trace import DEADLOCK_RATIONALE
 
 __all__ = ["CheckPlan", "Report", "JSON_ORDER", "violation_lines"]
 

@@ -7,7 +7,7 @@ artefacts; ``KMC_ARTEFACTS`` moves them).
 
 What is checked against what: the timeline's arrows and marks against expectations
 computed here from the trace alone (who was elected with which controller epoch, which
-step delivers what); the highlighted fields against ``checker.trace.diff`` of the
+step delivers what); the highlighted fields against ``checker.statediff.diff`` of the
 trace's recorded views; the text of each step against ``kmc replay``'s output.
 """
 
@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.trace import diff, flatten, load_trace
+from checker.statediff import diff, flatten
+
+from checker.trace import load_trace
 from cli_support import ROOT, kmc
 
 pytestmark = pytest.mark.browser

@@ -12,8 +12,10 @@ from checker.config import resolve
 from checker.errors import UsageError
 from checker.model import Action, Model, ModelFamily, Parameter, Preset, action, always
 from checker.result import VIOLATED
-from checker.trace import (ABSENT, FORMAT_VERSION, diff, flatten, load_trace, render_change, render_changes,
-                           render_state, replay, show_value, write_trace)
+from checker.replay import replay
+from checker.statediff import ABSENT, diff, flatten
+from checker.staterender import render_change, render_changes, render_state, show_value
+from checker.trace import FORMAT_VERSION, load_trace, write_trace
 from tests.toys import FAMILY
 
 

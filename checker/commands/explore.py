@@ -37,7 +37,8 @@ from checker.errors import ModelError, UsageError
 from checker.explorer import Explorer, format_path, parse_path
 from checker.fingerprint import fingerprint, parse_fingerprint
 from checker.result import Step, Violation
-from checker.trace import load_trace, replay, write_trace
+from checker.replay import replay
+from checker.trace import load_trace, write_trace
 from checker.webpage import asset, served_page
 
 DEFAULT_PORT = 8765

@@ -73,7 +73,8 @@ def register(sub: Any, fmt: Any) -> None:
 def cmd_prove(args: argparse.Namespace, command: str) -> int:
     from checker.commands._symbolic import header, load
     from checker.symbolic import TYPE_OK, load_lemmas, prove, select_invariants
-    from checker.trace import diff, render_changes, render_state
+    from checker.statediff import diff
+    from checker.staterender import render_changes, render_state
 
     out = sys.stdout
     if args.confirm:
