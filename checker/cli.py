@@ -1,4 +1,5 @@
-"""The ``kmc`` command line: ``kmc check``, ``kmc replay``, ``kmc list``.
+"""The ``kmc`` command line: the parser, ``main`` and ``kmc check`` (``kmc replay``, ``kmc list``
+and the other commands are in :mod:`checker.commands`).
 
 Models are found through the ``kmc.models`` entry-point group, or named as
 ``module:attribute`` with ``--model``; the CLI never imports ``spec/`` by name.
@@ -28,40 +29,33 @@ import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
-from checker.cmdline import one_line, reopen_args, trace_family
+from checker.cmdline import MODEL_HELP, family_properties, reopen_args, user_property_error
 from checker.cmdline import (
-    EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, GROUP, load_family,
-    registered_models,
+    EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, load_family,
 )
 from checker.cmdline import build_model as _build
 from checker.cmdline import check_traces_dir as _check_traces_dir
 from checker.cmdline import config_text as _config_text
-from checker.cmdline import count as _count
 from checker.cmdline import fail as _fail
 from checker.cmdline import model_properties as _model_properties
 from checker.cmdline import nonneg as _nonneg
 from checker.cmdline import para as _para
 from checker.cmdline import positive as _positive
 from checker.cmdline import resolve_config as _resolve_config
-from checker.cmdline import show as _show
-from checker.cmdline import width as _width
 from checker.cmdline import wrap as _wrap
 from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.reduction import plan as reduction_plan
 from checker.errors import describe_exception as _exc
-from checker.invariants import NotABool, load_all
+from checker.invariants import load_all
 from checker.liveness import CheckRun
 from checker.model import Property
-from checker.output import check_output, write_output
+from checker.output import check_output
 from checker.report import CheckPlan, Report
 from checker.result import VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
-from checker.replay import replay
-from checker.staterender import render_changes, render_state
-from checker.trace import load_trace, write_trace
-from checker.tracehtml import trace_page
+from checker.trace import write_trace
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
@@ -79,79 +73,12 @@ class _Parser(argparse.ArgumentParser):
         raise _ArgError(self.prog, message)
 
 
-# ------------------------------------------------------------------ model lookup
-
-def _family_properties(family: Any) -> list[tuple[Property, list[str] | None]]:
-    """Every property the family documents, plus any that only some presets declare,
-    each with the presets that declare it (None: every preset, or not known)."""
-    try:
-        docs = list(family.property_docs())
-    except (UsageError, ModelError):
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise ModelError(f"{family.name}.property_docs() raised {_exc(e)}") from e
-    declared: dict[str, list[str]] = {}
-    extra: dict[str, Property] = {}
-    presets = list(family.presets)
-    built = 0
-    for name in presets:
-        try:
-            props = family.build(resolve(family, name, {})).properties()
-        except Exception:  # noqa: BLE001 - a broken preset is reported when it is used
-            continue
-        built += 1
-        for p in props:
-            declared.setdefault(p.name, []).append(name)
-            if p.name not in extra:
-                extra[p.name] = p
-    out: list[tuple[Property, list[str] | None]] = []
-    names = {p.name for p in docs}
-    for p in [*docs, *(p for n, p in extra.items() if n not in names)]:
-        where = declared.get(p.name, [])
-        out.append((p, where if presets and built == len(presets) and len(where) < built else None))
-    return out
-
-
-def _user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | None:
-    """A ModelError whose cause was raised inside a user's --invariants file is the
-    user's to fix (exit 2), with the file and line, not the model's (exit 3).  So is
-    a user's predicate that returned something other than a bool (the Spark engine
-    reports it by message only)."""
-    cause = e.__cause__
-    text = str(e)
-    d = re.search(r"at depth (\d+)", text)
-    at = f" on a state at depth {d.group(1)}" if d else ""
-    wrong = re.search(r"NotABool: (.*? not a bool(?: \(a forgotten return\?\))?)", text)
-    if isinstance(cause, NotABool) or wrong:
-        msg = " ".join(str(cause).split()) if isinstance(cause, NotABool) else wrong.group(1)
-        return UsageError(f"{msg}{at}; fix the predicate: it must return True or False on every reachable "
-                          f"state of the model")
-    if cause is None or not files:
-        return None
-    targets = {os.path.abspath(f): f for f in files}
-    where = None
-    tb = cause.__traceback__
-    while tb is not None:
-        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        if path in targets:
-            where = (targets[path], tb.tb_lineno)
-        tb = tb.tb_next
-    if where is None:
-        return None
-    m = re.search(r"propert(?:y|ies) '([^']+)'", text)
-    what = f"property {m.group(1)!r}" if m else "a property"
-    msg = " ".join(str(cause).split())
-    return UsageError(f"{what} in invariants file '{where[0]}' line {where[1]} raised "
-                      f"{type(cause).__name__}{': ' + msg if msg else ''}{at}; fix the predicate: it must "
-                      f"return a bool on every reachable state of the model")
-
-
 # -------------------------------------------------------------------------- check
 
 def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: list[str]) -> UsageError:
     names = known + ["Deadlock"]
     try:
-        elsewhere = {p.name: where for p, where in _family_properties(family)}
+        elsewhere = {p.name: where for p, where in family_properties(family)}
     except (UsageError, ModelError):
         elsewhere = {}
     if name in elsewhere:
@@ -301,7 +228,7 @@ def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO, reduced: A
             result = reduced.finish(result)
         lassos = live.after_search(result, args.keep_going)
     except ModelError as e:
-        raise _user_property_error(e, args.invariants) or e
+        raise user_property_error(e, args.invariants) or e
     if lassos:
         result.violations.extend(lassos)
         result.verdict = VIOLATED
@@ -376,190 +303,6 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     return EXIT_OK
 
 
-# ------------------------------------------------------------------------- replay
-
-def cmd_replay(args: argparse.Namespace, command: str) -> int:
-    trace = load_trace(args.file)
-    if args.html:
-        check_output(args.html, args.force, "--html")
-    last = len(trace.steps) - 1
-    if args.step is not None and args.step > last:
-        raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
-                         f"pick one of them")
-    family, family_ref = trace_family(trace, args.model)
-
-    def resolver(ref: str) -> Any:
-        return family
-
-    # Only the files the command line names are run, never the ones the trace records.
-    loader = (lambda: load_all(args.invariants)) if args.invariants else None
-    try:
-        res = replay(trace, resolver, stop_at=args.step, property_loader=loader)
-    except ModelError as e:
-        raise _user_property_error(e, args.invariants) or e
-
-    # The trace's own words are data: a control character or an escape sequence in
-    # them is shown escaped, never sent to the terminal.
-    prop = {k: one_line(v) if isinstance(v, str) else v for k, v in trace.property.items()}
-    kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
-    print(f"replaying {args.file}")
-    k = trace.loop_start
-    print(f"  property:  {prop['name']} ({kind}), violated "
-          + (f"at step {last}" if k is None else f"by a lasso: stem steps 0..{k}, then "
-             + (f"the loop of steps {k + 1}..{last} for ever" if k < last else f"a stop at step {k} for ever")))
-    if prop.get("rationale"):
-        print(_para("  rationale: ", prop["rationale"]))
-    print(one_line(f"  model:     {trace.model_name} {trace.model_version} (family {family_ref}), "
-                   f"preset {trace.preset or '-'}"))
-    print(_config_text("  config:    ", {k: one_line(v) if isinstance(v, str) else v for k, v in trace.config.items()}))
-    print(f"  trace:     {_count(last + 1, 'state')} (steps 0..{last}), {_count(last, 'action')}")
-    print(one_line(f"  created:   {trace.created_by}"))
-    print()
-    shown = 0
-    for step in res.steps:
-        if not res.fits and step.index == res.failed_step:
-            break
-        if k is not None and step.index == k + 1:
-            print(f"---- loop: from the state of step {k}, steps {k + 1}..{last} repeat for ever ----")
-        print("\n".join(step.render()))
-        shown += 1
-        if k is not None and step.index == last and res.stopped_at is None:
-            print(f"---- back at the state of step {k} [{step.fingerprint}]: the loop closes ----" if k < last
-                  else f"---- the lasso ends here: the behaviour stays at step {k} for ever (a stutter) ----")
-    for w in res.warnings:
-        print(f"warning: {w}")
-    if not res.fits:
-        if shown or res.warnings:
-            print()
-        print(f"MISMATCH: {res.reason}")
-        if res.mismatch:
-            print("  recorded -> re-derived:")
-            print("\n".join(render_changes(res.mismatch, indent="    ")))
-        elif res.failed_step is not None and "differ" in (res.reason or ""):
-            print("  the recorded and re-derived describe() views are identical: the difference is in a part "
-                  "of the state describe() does not show, or the recorded fingerprint was edited")
-        _fail(f"trace no longer fits the model: {res.reason}", command)
-        return EXIT_FAIL
-    print()
-    if res.stopped_at is not None and res.stopped_at > 0:
-        print(f"state at step {res.stopped_at}  [{res.steps[-1].fingerprint}]:")
-        print("\n".join(render_state(res.steps[-1].view)))
-        print()
-    if res.stopped_at is not None:
-        print(f"stopped after step {res.stopped_at} of {last}: every step so far fits the model and "
-              f"every fingerprint matches")
-        return EXIT_OK
-    print(f"the trace replays: all {last + 1} steps fit the model and every fingerprint matches")
-    if args.html:
-        model = _build(family, resolve(family, None, trace.config))
-        write_output(args.html, trace_page(trace, model, _model_properties(model)).encode(), args.force, "--html")
-        print(f"html: {args.html} (one self-contained page: open it in a browser)")
-    if res.property_status == "unknown":
-        print(f"warning: {res.property_note}")
-    else:
-        print(res.property_note)
-    if res.property_status == "holds":
-        _fail(f"the trace replays but {res.property_note}", command)
-        return EXIT_FAIL
-    return EXIT_OK
-
-
-# --------------------------------------------------------------------------- list
-
-def _table(rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
-    """Rows of columns; every column but the last is padded, the last is wrapped
-    under itself (or under the indent + 4 when the columns leave too little room)."""
-    if not rows:
-        return []
-    ncols = len(rows[0])
-    # A cell wider than 32 overflows its row rather than widening the whole column.
-    widths = [min(max(len(r[i]) for r in rows), 32) for i in range(ncols - 1)]
-    head_w = len(indent) + sum(w + 2 for w in widths)
-    cont = head_w if _width() - head_w >= 30 else len(indent) + 4
-    out = []
-    for r in rows:
-        head = indent + "".join(f"{c:<{w}}  " for c, w in zip(r, widths))
-        if not r[-1]:
-            out.append(head.rstrip())
-        elif len(head) + 20 <= _width() and cont == head_w:
-            out.append(_para(head, r[-1], cont))
-        else:  # too little room beside the columns: the text goes below them
-            out.append(head.rstrip())
-            out.append(_para(" " * cont, r[-1]))
-    return out
-
-
-def cmd_list(args: argparse.Namespace, command: str) -> int:
-    what = args.what or "all"
-    family = ref = None
-    if what != "models":
-        family, ref = load_family(args.model)  # a bad --model fails before anything is printed
-    if what in ("models", "all"):
-        models = registered_models()
-        print(f"models (entry-point group {GROUP}; or --model module:attribute):")
-        if models:
-            print("\n".join(_table([(name, ep.value) for name, ep in models.items()])))
-        else:
-            print("  (none registered; is kmc installed? pip install -e .)")
-        if what == "models":
-            return EXIT_OK
-        print()
-    print(f"model family {family.name} {family.version} ({ref})")
-    params = family.parameters
-    if what in ("presets", "all"):
-        print()
-        print(f"presets (default: {family.default_preset}; pick one with --preset NAME):")
-        rows = []
-        for name, p in family.presets.items():
-            over = " ".join(f"{k}={_show(v)}" for k, v in p.overrides.items())
-            rows.append((name, p.doc + (f"  [{over}]" if over else "")))
-        print("\n".join(_table(rows)))
-    if what in ("parameters", "flags", "all"):
-        print()
-        print("parameters (change with --set key=value):")
-        print("\n".join(_table([(name, _param_range(p), f"default {_show(p.default)}", p.doc)
-                                for name, p in params.items()])))
-    if what in ("flags", "all"):
-        print()
-        print("flags (boolean parameters; --set name=true|false):")
-        flags = [p for p in params.values() if isinstance(p.default, bool)]
-        print("\n".join(_table([(p.name, f"default {_show(p.default)}", p.doc) for p in flags])))
-        if not flags:
-            print("  (none)")
-    if what in ("properties", "all"):
-        print()
-        print("properties (check some with --property NAME):")
-        rows = []
-        for p, where in _family_properties(family):
-            kind = p.kind + (" (step)" if p.step else "")
-            note = ""
-            if where is not None:
-                note = (f" [declared in presets: {', '.join(where)}]" if where
-                        else " [declared by no preset: needs other settings]")
-            rows.append((p.name, kind, p.rationale + note))
-        rows.append(("Deadlock", "(built in)", "a non-terminal state with no enabled action (off with --no-deadlock)"))
-        print("\n".join(_table(rows)))
-    if what in ("actions", "all"):
-        print()
-        print("actions:")
-        docs = dict(family.action_docs())
-        print("\n".join(_table(list(docs.items()))))
-        if not docs:
-            print("  (not documented by the family)")
-    return EXIT_OK
-
-
-def _param_range(p: Any) -> str:
-    t = type(p.default).__name__
-    if p.choices is not None:
-        return f"{t} in {{{', '.join(_show(c) for c in p.choices)}}}"
-    if p.minimum is not None or p.maximum is not None:
-        lo = "" if p.minimum is None else str(p.minimum)
-        hi = "" if p.maximum is None else str(p.maximum)
-        return f"{t} {lo}..{hi}"
-    return t
-
-
 # --------------------------------------------------------------------------- main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -570,13 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.required = True
 
-    model_help = ("model family: a name registered in the kmc.models entry-point group, or module:attribute "
-                  "(default: the registered model, 'kafka' if there are several)")
     c = sub.add_parser("check", help="explore every reachable state and check the properties",
                        allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
                        description=_wrap("Explore the state space breadth-first and check every property. "
                                    "A violation is saved as a JSON trace that `kmc replay` re-derives."))
-    c.add_argument("--model", metavar="NAME|module:attr", help=model_help)
+    c.add_argument("--model", metavar="NAME|module:attr", help=MODEL_HELP)
     c.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset; "
                                                  "see kmc list presets)")
     c.add_argument("--config", metavar="FILE.toml", help="TOML file with preset = \"...\", model = \"...\" and "
@@ -627,33 +368,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML: one test case per property")
     c.add_argument("--force", action="store_true", help="overwrite the --report and --junit files if they exist")
     c.set_defaults(func=cmd_check)
-
-    r = sub.add_parser("replay", help="re-derive a saved trace step by step and show what changed",
-                       allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-                       description=_wrap("Rebuild the model from the trace's family and config, re-execute every "
-                                   "recorded action, verify every fingerprint, print a diff per step, and "
-                                   "re-check the violated property on the final state."))
-    r.add_argument("file", metavar="FILE", help="a trace written by kmc check (traces/*.json)")
-    r.add_argument("--step", metavar="N", type=_nonneg, help="stop after step N and show the whole state there")
-    r.add_argument("--model", metavar="NAME|module:attr",
-                   help="use this model family instead of the one recorded in the trace")
-    r.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
-                   help="re-check the trace's user property from this file instead of the file the trace "
-                        "records (repeatable)")
-    r.add_argument("--html", metavar="OUT.html",
-                   help="also write the trace as one self-contained HTML page (no server, no network)")
-    r.add_argument("--force", action="store_true", help="overwrite OUT.html if it exists")
-    r.set_defaults(func=cmd_replay)
-
-    lst = sub.add_parser("list", help="list models, presets, parameters, flags, properties, actions",
-                         allow_abbrev=False, formatter_class=fmt, epilog=EXIT_CODES,
-                         description=_wrap("Describe what a model family offers. With no argument, "
-                                           "list everything; 'flags' also lists every parameter."))
-    lst.add_argument("what", nargs="?",
-                     choices=["presets", "properties", "actions", "flags", "parameters", "models"],
-                     help="what to list (default: everything)")
-    lst.add_argument("--model", metavar="NAME|module:attr", help=model_help)
-    lst.set_defaults(func=cmd_list)
 
     for module in commands.modules():
         module.register(sub, fmt)

@@ -14,16 +14,18 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import re
 import shlex
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from checker.config import parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.imports import import_ref
+from checker.invariants import NotABool
 from checker.model import ModelFamily, Property
 from checker.staterender import fill
 from checker.staterender import width as terminal_width
@@ -270,3 +272,72 @@ def fail(message: str, command: str, kind: str = "") -> None:
     sys.stdout.flush()
     print(one_line(f"kmc: {kind}{message} (reproduce: {command})"), file=sys.stderr)
     sys.stderr.flush()
+
+
+MODEL_HELP = ("model family: a name registered in the kmc.models entry-point group, or module:attribute "
+              "(default: the registered model, 'kafka' if there are several)")
+
+
+def family_properties(family: Any) -> list[tuple[Property, list[str] | None]]:
+    """Every property the family documents, plus any that only some presets declare,
+    each with the presets that declare it (None: every preset, or not known)."""
+    try:
+        docs = list(family.property_docs())
+    except (UsageError, ModelError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{family.name}.property_docs() raised {_exc(e)}") from e
+    declared: dict[str, list[str]] = {}
+    extra: dict[str, Property] = {}
+    presets = list(family.presets)
+    built = 0
+    for name in presets:
+        try:
+            props = family.build(resolve(family, name, {})).properties()
+        except Exception:  # noqa: BLE001 - a broken preset is reported when it is used
+            continue
+        built += 1
+        for p in props:
+            declared.setdefault(p.name, []).append(name)
+            if p.name not in extra:
+                extra[p.name] = p
+    out: list[tuple[Property, list[str] | None]] = []
+    names = {p.name for p in docs}
+    for p in [*docs, *(p for n, p in extra.items() if n not in names)]:
+        where = declared.get(p.name, [])
+        out.append((p, where if presets and built == len(presets) and len(where) < built else None))
+    return out
+
+
+def user_property_error(e: ModelError, files: Sequence[str]) -> UsageError | None:
+    """A ModelError whose cause was raised inside a user's --invariants file is the
+    user's to fix (exit 2), with the file and line, not the model's (exit 3).  So is
+    a user's predicate that returned something other than a bool (the Spark engine
+    reports it by message only)."""
+    cause = e.__cause__
+    text = str(e)
+    d = re.search(r"at depth (\d+)", text)
+    at = f" on a state at depth {d.group(1)}" if d else ""
+    wrong = re.search(r"NotABool: (.*? not a bool(?: \(a forgotten return\?\))?)", text)
+    if isinstance(cause, NotABool) or wrong:
+        msg = " ".join(str(cause).split()) if isinstance(cause, NotABool) else wrong.group(1)
+        return UsageError(f"{msg}{at}; fix the predicate: it must return True or False on every reachable "
+                          f"state of the model")
+    if cause is None or not files:
+        return None
+    targets = {os.path.abspath(f): f for f in files}
+    where = None
+    tb = cause.__traceback__
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if path in targets:
+            where = (targets[path], tb.tb_lineno)
+        tb = tb.tb_next
+    if where is None:
+        return None
+    m = re.search(r"propert(?:y|ies) '([^']+)'", text)
+    what = f"property {m.group(1)!r}" if m else "a property"
+    msg = " ".join(str(cause).split())
+    return UsageError(f"{what} in invariants file '{where[0]}' line {where[1]} raised "
+                      f"{type(cause).__name__}{': ' + msg if msg else ''}{at}; fix the predicate: it must "
+                      f"return a bool on every reachable state of the model")

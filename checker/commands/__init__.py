@@ -1,4 +1,4 @@
-"""Subcommands beyond check, replay and list, one module each.
+"""Subcommands beyond check, one module each.
 
 Each module here defines ``register(sub, fmt)`` that adds its parser to
 ``kmc``'s subparsers (with ``set_defaults(func=...)``, where ``func(args,
@@ -15,6 +15,8 @@ from types import ModuleType
 
 
 def modules() -> list[ModuleType]:
-    """The command modules of this package, sorted by name (deterministic help)."""
+    """The command modules of this package, by their ``ORDER`` (replay and list come
+    right after check), then by name: a deterministic help."""
     names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
-    return [importlib.import_module(f"{__name__}.{n}") for n in names]
+    found = [importlib.import_module(f"{__name__}.{n}") for n in names]
+    return sorted(found, key=lambda m: getattr(m, "ORDER", 100))
