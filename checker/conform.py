@@ -29,11 +29,22 @@ One optional addition to that contract (announced in COORD.md)::
 
         bounded: Mapping[str, str] = {}   # action names the model bounds and the implementation need not (fault budgets), and why
 
+and one more, for settling (``Harness(..., settle=True)``)::
+
+        def settle(self) -> None                 # left alone (no fault, no client): do every pending piece of work, until none is left
+        own_actions: Mapping[str, str] = {}      # the model's actions the implementation takes on its own while it settles, and why
+
 With probing on (``kmc conform --probe``, a ``vocabulary`` for :class:`Harness`), the
 harness also asks the implementation about actions the model does *not* enable in a
 state, and one it enables is a divergence.  A model bounds some actions only to keep
 its state space finite (``max_crashes``...); an implementation that does not know those
 bounds names the actions in ``bounded``, and they are not asked about.
+
+With settling on, after the last step of a run the implementation is left alone to
+settle (its own loop, whose order the model does not know), and its observation must
+then be one of a state the model reaches from the run's last state by ``own_actions``
+alone, in which none of them is enabled (a quiet state).  Where the model has no
+quiet state within reach, nothing is checked.
 
 What is checked (``Harness.run``): the implementation starts from ``config``; its
 observation must equal the model's initial state's.  Before each step the action must
@@ -107,14 +118,17 @@ __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation"
 
 CONTEXT = 5          # previous steps shown in a divergence report
 
-INITIAL, REFUSED, RAISED, STATE, EXTRA = "initial", "refused", "raised", "state", "extra"
+INITIAL, REFUSED, RAISED, STATE, EXTRA, SETTLED = "initial", "refused", "raised", "state", "extra", "settled"
 KINDS = {
     INITIAL: "the implementation's initial state differs from the model's (model -> implementation)",
     REFUSED: "the model enables this action but the implementation does not",
     RAISED: "the implementation raised",
     STATE: "after this step the implementation's state differs from the model's (model -> implementation)",
     EXTRA: "the implementation enables an action the model does not enable here",
+    SETTLED: "left alone after this step, the implementation settles in a state where the model cannot settle "
+             "(the nearest quiet model state -> implementation)",
 }
+SETTLE_LIMIT = 100_000   # model states explored for one run's quiet states
 
 
 class _NotPlain(TypeError):
@@ -228,7 +242,7 @@ class Divergence:
     @property
     def summary(self) -> str:
         where = "in the initial state" if self.step == 0 else f"at step {self.step}, {self.action}"
-        if self.kind == STATE or self.kind == INITIAL:
+        if self.kind in (STATE, INITIAL, SETTLED):
             first = self.changes[0] if self.changes else None
             what = (f"{first[0] or 'value'}: model {first[1]!r}, implementation {first[2]!r}"
                     + (f" (and {len(self.changes) - 1} more)" if len(self.changes) > 1 else "")) if first else "states differ"
@@ -239,6 +253,9 @@ class Divergence:
             what = f"the implementation enables {self.extra}, which the model does not"
         else:
             what = f"the implementation raised {self.detail}"
+        if self.kind == SETTLED:
+            where = "in the initial state" if self.step == 0 else f"after step {self.step}"
+            where += ", left to settle"
         return f"diverges {where}: {what}"
 
     def render(self) -> str:
@@ -248,6 +265,9 @@ class Divergence:
         if head.kind == EXTRA:
             lines.append(f"DIVERGENCE {'in the initial state' if head.step == 0 else f'after step {head.step}'}"
                          f"{src}: the implementation enables {head.extra}")
+        elif head.kind == SETTLED:
+            lines.append(f"DIVERGENCE {'in the initial state' if head.step == 0 else f'after step {head.step}'}"
+                         f"{src}, left to settle")
         elif head.step == 0:
             lines.append(f"DIVERGENCE in the initial state{src}")
         else:
@@ -282,7 +302,7 @@ class Divergence:
 
 
 def _detail(d: Divergence, indent: str) -> list[str]:
-    if d.kind in (STATE, INITIAL):
+    if d.kind in (STATE, INITIAL, SETTLED):
         return render_changes(d.changes, indent=indent)
     if d.kind == RAISED:
         return [f"{indent}{d.detail}"]
@@ -321,11 +341,18 @@ class Harness:
     shrinking, where every state of a candidate is.  With ``probe_path``, the
     vocabulary of a run also holds every action the model enables somewhere on its
     path (what a lone trace offers, without a state graph).
+
+    With ``settle``, an implementation that has ``settle()`` is left alone after the
+    last step of every run, and must settle where the model can (see the module's
+    docstring); the model's quiet states are remembered per state (``quiet``).
     """
 
     def __init__(self, model: Model, impl_factory: Callable[[Mapping[str, Any]], Any],
-                 config: Mapping[str, Any], vocabulary: Sequence[Action] = (), probe_path: bool = False) -> None:
+                 config: Mapping[str, Any], vocabulary: Sequence[Action] = (), probe_path: bool = False,
+                 settle: bool = False) -> None:
         self.model, self.factory, self.config = model, impl_factory, dict(config)
+        self.settle = settle
+        self.quiet: dict[int, list] = {}   # fingerprint -> the observations of the quiet states within reach
         self.vocabulary = list(dict.fromkeys(vocabulary))
         self.probe_path = probe_path
         self.probed: set | None = set()   # fingerprints of the states probed so far; None: probe every state
@@ -387,6 +414,33 @@ class Harness:
         except NotInModel:
             return False
         return True
+
+    def quiet_observations(self, state: State, own: set) -> list:
+        """The observations (canonical, with the observation) of the states the model
+        reaches from ``state`` by actions named in ``own`` alone, where none of them is
+        enabled: where a system left alone can come to rest."""
+        fp = self._fp
+        key = fp(state)
+        if key in self.quiet:
+            return self.quiet[key]
+        seen, todo, out = {key}, deque([state]), {}
+        while todo:
+            st = todo.popleft()
+            moves = [a for a in self.enabled_in_model(st, "settling") if a.name in own]
+            if not moves:
+                obs = self.observe_model(st, "settling")
+                out.setdefault(canonical(obs), obs)
+            for a in moves:
+                nxt = self.next_state(st, a, f"settling, {a}")
+                h = fp(nxt)
+                if h not in seen:
+                    if len(seen) >= SETTLE_LIMIT:
+                        raise ModelError(f"settling explored more than {SETTLE_LIMIT} model states from one state "
+                                         f"by the implementation's own actions ({', '.join(sorted(own))})")
+                    seen.add(h)
+                    todo.append(nxt)
+        self.quiet[key] = list(out.items())
+        return self.quiet[key]
 
     # -- both sides
     def run(self, actions: Sequence[Action], init: State | None = None, *, source: str = "") -> Divergence | None:
@@ -478,7 +532,24 @@ class Harness:
             _, d = impl_obs(impl, i)
             if d or (d := probe(impl, i)):
                 return d
+        if self.settle and hasattr(impl, "settle"):
+            return self._settled(impl, states[-1], len(actions), diverge)
         return None
+
+    def _settled(self, impl: Any, last: State, i: int, diverge: Callable[..., Divergence]) -> Divergence | None:
+        quiet = self.quiet_observations(last, set(getattr(impl, "own_actions", None) or ()))
+        if not quiet:
+            return None          # the model does not come to rest from here: nothing to compare
+        try:
+            impl.settle()
+            obs = impl.observe()
+            text = canonical(obs)
+        except Exception as e:  # noqa: BLE001 - the implementation's failure is a finding
+            return diverge(RAISED, i, detail=f"while it settled after the last step: {_exc(e)}")
+        if any(text == t for t, _ in quiet):
+            return None
+        changes = min((diff(_view(o), _view(obs)) for _, o in quiet), key=len)
+        return diverge(SETTLED, i, changes)
 
 
 # ----------------------------------------------------------------------- shrinking

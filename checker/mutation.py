@@ -393,7 +393,9 @@ class ConformRun:
     """One run of a conformance corpus: the covering set of ``preset``'s state graph
     (with ``overrides``), optionally probed, plus ``walks`` random walks of at most
     ``depth`` steps; or, with ``known``, every saved trace of the family in that
-    directory (relative to the project root), each with its own configuration."""
+    directory (relative to the project root), each with its own configuration.  With
+    ``settle``, the harness leaves the implementation alone after each trace
+    (:class:`checker.conform.Harness`)."""
 
     label: str
     preset: str | None = None
@@ -403,6 +405,7 @@ class ConformRun:
     depth: int = 50
     known: str | None = None
     cover: bool = True               # False: the walks alone (a graph too large to cover)
+    settle: bool = False             # each trace's end: the implementation left alone must settle as the model can
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ def prepare_conform(family: Any, family_ref: str, package: str, corpus: ConformC
                              if format_fingerprint(fingerprint(model, s)).lower() == want), 0)
                 probe = [a for a in json.loads(path.read_text(encoding="utf-8")).get("probe", [])]
                 runs.append({"label": f"{run.label}: {path.name}", "config": config, "probe_path": run.probe,
+                             "settle": run.settle,
                              "vocabulary": probe, "traces": [[init, [action_to_json(s.action)
                                                                      for s in trace.steps[1:]]]],
                              "walks": 0, "depth": run.depth})
@@ -110,7 +111,8 @@ def prepare_conform(family: Any, family_ref: str, package: str, corpus: ConformC
                 vocabulary = [action_to_json(a) for a in dict.fromkeys(a for _, a, _ in graph.edges)]
             note(f"{run.label}: {len(graph.states)} states, {len(cover.paths)} traces, {cover.steps} steps "
                  f"({time.monotonic() - t0:.1f} s)")
-        runs.append({"label": run.label, "config": config, "probe_path": False, "vocabulary": vocabulary,
+        runs.append({"label": run.label, "config": config, "probe_path": False, "settle": run.settle,
+                     "vocabulary": vocabulary,
                      "traces": traces, "walks": run.walks, "depth": run.depth})
     return {"kind": "conform", "family": family_ref, "package": package, "runs": runs}
 
@@ -157,7 +159,7 @@ def child_main(job_path: str, selection: str | None = None, coverage: str | None
         model = family.build(run["config"])
         inits = list(model.init_states())
         harness = Harness(model, impl, run["config"], vocabulary=[action_from_json(a) for a in run["vocabulary"]],
-                          probe_path=run["probe_path"])
+                          probe_path=run["probe_path"], settle=run.get("settle", False))
         n = len(run["traces"])
         for k, (init, acts) in enumerate(run["traces"]):
             if only is not None and (r, k) not in only:

@@ -173,6 +173,21 @@ HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeade
                     "StartTopicDeletion", "StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
 
 
+#: what the cluster does on its own while it settles (``Cluster.settle``): the controller's
+#: work, the requests' delivery, the followers' truncation and fetches and the leaders' ISR
+#: expansion; no fault, no client (produce, admin tools) and no lag timer (ShrinkIsr)
+OWN_ACTIONS = {
+    **{name: "the controller's work" for name in (
+        "ElectController", "Resign", "RegisterBroker", "BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeader",
+        "RemoveReplicaFromIsr", "IsrChangeNotification", "StartTopicDeletion", "StartReplicaDeletion",
+        "RetryReplicaDeletion", "CompleteTopicDeletion", "StartReassignment", *REASSIGN_STEPS)},
+    **{name: "the controller's requests delivered" for name in (
+        "DeliverLeaderAndIsr", "DeliverStopReplica", "DeliverUpdateMetadata")},
+    **{name: "the followers' fetchers and the leaders' ISR expansion" for name in (
+        "TruncateFollower", "Fetch", "ExpandIsr")},
+}
+
+
 class FaultBudget:
     """What the test environment may still inject: the model's bounds (docs/model.md
     "Actors, faults and healing": faults are bounded, healing is not).  This is the driver's
@@ -232,13 +247,17 @@ class KafkaImplementation:
         self.data_path = int(_cfg(config, "max_records", 0)) > 0
         truncation = _cfg(config, "truncation", "kip320")
         self.truncation = truncation
+        # The known-bad switches are given only to take a fence away: a correct broker runs
+        # with BrokerConfig's defaults, so that those defaults are checked too.
+        fences_off = {key: False for key, flag in (("controller_epoch_check", "controller_epoch_fencing"),
+                                                   ("controller_epoch_zk_check", "zk_epoch_fencing"))
+                      if not _cfg(config, flag, True)}
         broker_config = BrokerConfig(
             inter_broker_protocol_version=IBP_BY_TRUNCATION[truncation],
             delete_topic_enable=bool(_cfg(config, "delete_topic_enable", False)),
             auto_leader_rebalance_enable=bool(_cfg(config, "preferred_election", True)),
-            controller_epoch_check=bool(_cfg(config, "controller_epoch_fencing", True)),
-            controller_epoch_zk_check=bool(_cfg(config, "zk_epoch_fencing", True)),
             send_update_metadata=bool(_cfg(config, "metadata_cache", False)),
+            **fences_off,
         )
         self.metadata_cache = bool(_cfg(config, "metadata_cache", False))
         self.controller_deletion = bool(_cfg(config, "controller_deletion", False))
@@ -249,10 +268,14 @@ class KafkaImplementation:
         self.acknowledged: list[tuple] = []
         # Kafka's round-robin assignment: partition p's replicas start at broker p.
         self.assignment = {p: tuple((p + i) % self.n for i in range(rf)) for p in range(self.partitions)}
-        topic_config = {
-            "unclean.leader.election.enable": "true" if _cfg(config, "unclean_leader_election", False) else "false",
-            "min.insync.replicas": str(_cfg(config, "min_insync_replicas", 1)),
-        }
+        # kafka-topics --create --config gets only what differs from the brokers' topic
+        # defaults (Kafka's since 0.11: no unclean election, min.insync.replicas 1); with
+        # none, no --config at all, and the brokers' defaults decide.
+        topic_config = {key: value for key, value, default in (
+            ("unclean.leader.election.enable", "true" if _cfg(config, "unclean_leader_election", False) else "false",
+             "false"),
+            ("min.insync.replicas", str(_cfg(config, "min_insync_replicas", 1)), "1"),
+        ) if value != default} or None
         # Through the admin tool (kafka-topics --create), which validates the request.
         self.admin = Admin(self.cluster)
         self.rf, self.topic_config = rf, topic_config
@@ -555,6 +578,13 @@ class KafkaImplementation:
         self._complete_delayed_produces()
         self._refused_fetches()
         self._refused_isr_writes()
+
+    own_actions = OWN_ACTIONS
+
+    def settle(self) -> None:
+        """Left alone, the cluster does its pending work in its own order (``Cluster.settle``),
+        the producers' delayed writes answered after each operation as after each action."""
+        self.cluster.settle(after=self._complete_delayed_produces)
 
     def _refused_fetches(self) -> None:
         """Kafka's fetchers keep sending: a follower whose leader no longer answers it

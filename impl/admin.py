@@ -190,9 +190,9 @@ class Admin:
             if lserver is None:
                 out.append(ReplicaVerification(p, leader, -1, {r: None for r in ar}, {r: False for r in ar}, False))
                 continue
-            llog = lserver.replica_manager.log(tp)
-            hw = llog.high_watermark_checkpoint
-            committed = llog.records[:hw]
+            llog = lserver.replica_manager.logs.get(tp)     # a read-only tool: it creates no log
+            hw = llog.high_watermark_checkpoint if llog else 0
+            committed = llog.records[:hw] if llog else []
             leos, in_sync = {}, {}
             for r in ar:
                 s = self.cluster.servers[r]

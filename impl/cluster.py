@@ -325,18 +325,22 @@ class Cluster:
         self._send(self.server(c).controller.process_preferred_replica_election())
 
     # -- running the cluster until it is quiet -----------------------------------------------------
-    def settle(self, max_steps: int = 10_000) -> int:
+    def settle(self, max_steps: int = 10_000, after=None) -> int:
         """Run every pending piece of work, in a fixed order, until there is none: what a
         healthy cluster does between two faults.  Returns the number of operations.
         Controller work first (election of a controller, broker changes, elections,
         ISR removals, notifications, deletion), then request delivery, then the
-        followers' truncation and fetches, then ISR expansion.  No fault is injected."""
+        followers' truncation and fetches, then ISR expansion.  No fault is injected.
+        ``after()``, if given, runs after each operation (the conformance adapter
+        answers the producers' delayed writes there)."""
         steps = 0
         while steps < max_steps:
             op = self._next_operation()
             if op is None:
                 return steps
             op()
+            if after is not None:
+                after()
             steps += 1
         raise RuntimeError(f"the cluster did not settle in {max_steps} operations")
 
@@ -390,14 +394,11 @@ class Cluster:
         for f in running:
             rm = self.servers[f].replica_manager
             for tp, st in sorted(rm.fetchers.items()):
-                leader = self.servers[st.leader] if 0 <= st.leader < self.brokers else None
-                if leader is None or leader.replica_manager.leader_partition(tp) is None:
-                    continue
+                if self.fetch_leader(f, tp, st.truncating) is None:
+                    continue      # nothing to send, or its leader would refuse it: a round that changes nothing
                 if st.truncating:
                     return lambda f=f, tp=tp: self.truncate(f, tp)
-                if (not leader.replica_manager._fenced_epoch(leader.replica_manager.leader_partition(tp),
-                                                             rm._current_epoch(tp))
-                        and leader.replica_manager.fetch_would_complete(tp, f, rm.logs.get(tp))):
+                if self.servers[st.leader].replica_manager.fetch_would_complete(tp, f, rm.logs.get(tp)):
                     return lambda f=f, tp=tp: self.fetch(f, tp)
         for b in running:
             rm = self.servers[b].replica_manager

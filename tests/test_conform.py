@@ -11,7 +11,7 @@ import pytest
 
 from checker.config import resolve
 from checker.conform import (
-    EXTRA, INITIAL, RAISED, REFUSED, STATE, Harness, NotInModel, covering_set, fewest_steps, random_walks, save,
+    EXTRA, INITIAL, RAISED, REFUSED, SETTLED, STATE, Harness, NotInModel, covering_set, fewest_steps, random_walks, save,
     shrink,
 )
 from checker.graph import explore
@@ -174,6 +174,46 @@ def test_probing_catches_an_action_only_the_implementation_enables():
     class Bounded(PairSystem):
         bounded = {"Failover": "the model bounds failovers (max_failovers); the implementation does not"}
     assert Harness(model, Bounded, cfg, vocabulary=vocabulary).run(path) is None
+
+
+class Settling(PairSystem):
+    """Left alone, the follower catches up and the HW moves: in this order, one the
+    model does not know (it may interleave them otherwise)."""
+
+    own_actions = {"Replicate": "the follower's fetcher", "AdvanceHw": "the leader's HW"}
+    forget_hw = False
+
+    def settle(self):
+        f = self.follower()
+        while self.enabled(rep(f.node_id)):
+            self.apply(rep(f.node_id))
+        if self.enabled(HW) and not self.forget_hw:
+            self.apply(HW)
+
+
+def test_settling_must_end_where_the_model_can_come_to_rest():
+    cfg = resolve(FAMILY, "tiny", {})
+    model = FAMILY.build(cfg)
+    cover = covering_set(explore(model))
+    h = Harness(model, Settling, cfg, settle=True)
+    assert all(h.run(acts, init) is None for init, acts in cover.traces)
+    assert h.quiet and all(h.quiet.values())         # every end state has a quiet state within reach
+
+    class ForgetsHw(Settling):
+        forget_hw = True
+    path = [APPEND, APPEND]
+    assert Harness(model, ForgetsHw, cfg).run(path) is None                 # settling off: unseen
+    d = Harness(model, ForgetsHw, cfg, settle=True).run(path, source="hand-made")
+    assert (d.kind, d.step, d.changes) == (SETTLED, 2, [("hw", 2, 0)])
+    assert d.summary == "diverges after step 2, left to settle: hw: model 2, implementation 0"
+    assert d.render().startswith("DIVERGENCE after step 2 of hand-made, left to settle")
+    assert shrink(Harness(model, ForgetsHw, cfg, settle=True), d).actions == (APPEND,)
+
+    class Crashes(Settling):
+        def settle(self):
+            raise RuntimeError("did not settle")
+    d = Harness(model, Crashes, cfg, settle=True).run([APPEND])
+    assert (d.kind, d.step) == (RAISED, 1) and "while it settled after the last step" in d.detail
 
 
 def test_initial_state_divergence():
