@@ -12,6 +12,8 @@ corpus can kill because they do not change behaviour; each line says why.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from checker.mutation import CommandCorpus, ConformCorpus, ConformRun, MutationGate, MutationTarget
 
 ATOMIC = (("atomic_controller", True),)
@@ -78,11 +80,13 @@ SPEC_TESTS = CommandCorpus(TESTS.argv[:-1])
 # The CI gate (tests/test_mutation_gate.py, kmc mutate impl --gate): 120 mutants against the
 # corpus's eight cheapest runs (no random walk, no large covering set; the data path probed
 # with one record), whose traced baseline costs about a minute of CPU; the whole gate about
-# 5 minutes of CPU (299 s measured: docs/mutation.md).  Its runs settle each trace's end
-# (Cluster.settle, checked against the model's quiet states).
+# 5 minutes of CPU (docs/mutation.md).  Its four cheapest runs settle each trace's end
+# (Cluster.settle, checked against the model's quiet states); the other four do not, which
+# keeps the gate's cost where it was (settling them killed nothing more in its sample).
 # The level is the score measured on the code it was set on (docs/mutation.md): a change
 # to impl/ that the corpus does not check, or a weaker corpus, takes the gate below it.
-GATE = MutationGate(120, 17, 82.6, ConformCorpus(CONFORMANCE.runs[:8]))
+GATE = MutationGate(120, 17, 82.6, ConformCorpus(tuple(run if i < 4 else replace(run, settle=False)
+                                                      for i, run in enumerate(CONFORMANCE.runs[:8]))))
 
 TARGETS = {
     "impl": MutationTarget("impl", CONFORMANCE, "the reference broker against the conformance corpus",
