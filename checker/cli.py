@@ -270,7 +270,7 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     report = run_check(plan, args, out, reduced)
     if reduced.ample is not None and not args.quiet:
         a = reduced.ample
-        print(_para("", f"partial-order reduction: {a.reduced_states:,} of the {len(a.decided):,} states expanded "
+        print(_para("", f"partial-order reduction: {a.reduced_states:,} of the {a.expanded:,} states expanded "
                         f"took a proper subset of their enabled actions ({a.full_by_proviso:,} expanded fully by "
                         f"the cycle proviso)", 4), file=out)
     print(report.text(), file=out)

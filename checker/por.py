@@ -30,9 +30,15 @@ The provisos that make it preserve safety:
   property (``always``, ``sometimes``, step) reads is not used; a property without
   declared reads makes every action visible;
 - cycle (suited to breadth-first search): a state is fully expanded when one of the
-  successors its stubborn set gives was seen before.  On any cycle of the reduced
-  graph, the state before the cycle's first-discovered state sees it seen, so every
-  cycle holds a fully expanded state: no action is postponed forever.
+  successors its stubborn set gives was expanded before (or is the state itself).
+  Breadth-first search expands states in the order it discovers them, so on any
+  cycle of the reduced graph the cycle's first-discovered state is expanded before
+  the state that closes the cycle back to it, which therefore sees it expanded:
+  every cycle holds a fully expanded state, and no action is postponed forever.
+  Only expanded states are remembered (one fingerprint each), and a state where no
+  candidate is usable (every one holds a visible action, the usual case on a model
+  whose properties read most of the state) costs one fingerprint and the
+  candidates' closures, nothing more.
 
 What is preserved: every reachable deadlock, and the verdict of every ``always``
 (state or step) and ``sometimes`` property.  What is not: the *shortest*
@@ -128,6 +134,8 @@ class Ample(Model):
         if self.fps is None:
             raise UsageError(f"model {model.name!r} declares no action footprints for this configuration; drop --por")
         self.name, self.version = model.name, model.version
+        # Its states are the model's: the engine's cache of encodings by value holds as well.
+        self.equal_states_encode_equally = getattr(model, "equal_states_encode_equally", False)
         props = list(model.properties() if props is None else props)
         f = self.fps
         visible: set = set()
@@ -144,8 +152,9 @@ class Ample(Model):
         self._by_keys: dict = {}
         self.cycle_proviso = cycle_proviso
         self.fp = fingerprint_fn(model)
-        self.seen: set[int] = set()
-        self.decided: dict[int, bool] = {}     # fingerprint -> fully expanded?
+        self.seen: set[int] = set()            # fingerprints of the states expanded so far
+        self.expanded = 0                      # distinct states expanded
+        self.decided: dict[int, bool] = {}     # fingerprint -> fully expanded, where a candidate was found
         self._cache: tuple = (None, {})        # (state, {action: successor}) of the last expansion
         self.reduced_states = 0                # states explored through a proper subset
         self.full_by_proviso = 0
@@ -207,31 +216,29 @@ class Ample(Model):
     # -- the model ------------------------------------------------------------------
 
     def init_states(self) -> Iterable[State]:
-        inits = list(self.model.init_states())
-        for s in inits:
-            self.seen.add(self.fp(s))
-        return inits
+        return list(self.model.init_states())
 
     def actions(self, s: State) -> list:
         acts = list(self.model.actions(s))
         h = self.fp(s)
+        if h not in self.seen:
+            self.seen.add(h)
+            self.expanded += 1
         full = self.decided.get(h)
         if full is not None:
             return acts if full else self.stubborn(acts, s)
         chosen = self.stubborn(acts, s)
+        if len(chosen) == len(acts):
+            # No usable candidate: decided by the state alone, so nothing to remember
+            # (a replay decides the same) and no successor to look at.
+            return acts
         succ = {a: self.model.next_state(s, a) for a in chosen}
-        if len(chosen) < len(acts) and self.cycle_proviso:
-            fps = [self.fp(t) for t in succ.values()]
-            if any(x in self.seen for x in fps):
-                chosen = acts
-                succ.update({a: self.model.next_state(s, a) for a in acts if a not in succ})
-                self.full_by_proviso += 1
-        full = len(chosen) == len(acts)
-        if not full:
+        if self.cycle_proviso and any(self.fp(t) in self.seen for t in succ.values()):
+            chosen = acts
+            self.full_by_proviso += 1
+        else:
             self.reduced_states += 1
-        self.decided[h] = full
-        for t in succ.values():
-            self.seen.add(self.fp(t))
+        self.decided[h] = len(chosen) == len(acts)
         self._cache = (s, succ)
         return chosen
 

@@ -123,6 +123,9 @@ def symmetry_of(model: Model) -> Symmetry | None:
     return Symmetry(keep, sym.apply, sym.sort)
 
 
+CANONICAL_MEMO = 1 << 16   # canonical forms remembered by value, then forgotten
+
+
 class Reduced(Model):
     """The quotient of ``model`` by its symmetry: states are orbit representatives."""
 
@@ -134,6 +137,11 @@ class Reduced(Model):
                              f"none that keeps the initial states); drop --symmetry")
         self.name, self.version = model.name, model.version
         self._encode = model.encode
+        # Its states are the model's: where equal states encode equally, the engine's
+        # cache of encodings by value holds, and so does a cache of canonical forms by
+        # value (most successors were met before; each costs a permutation per element).
+        self.equal_states_encode_equally = getattr(model, "equal_states_encode_equally", False)
+        self._memo: dict | None = {} if self.equal_states_encode_equally else None
 
     def canonical(self, s: State) -> State:
         return self.sym.canonical(s, self._encode)
@@ -152,7 +160,16 @@ class Reduced(Model):
         return self.model.actions(s)
 
     def next_state(self, s: State, a: Action) -> State:
-        return self.canonical(self.model.next_state(s, a))
+        t = self.model.next_state(s, a)
+        memo = self._memo
+        if memo is None:
+            return self.sym.canonical(t, self._encode)
+        c = memo.get(t)
+        if c is None:
+            if len(memo) >= CANONICAL_MEMO:
+                memo.clear()
+            c = memo[t] = self.sym.canonical(t, self._encode)
+        return c
 
     def properties(self) -> Sequence[Property]:
         return reduce_properties(self.model, list(self.model.properties()))

@@ -72,6 +72,9 @@ class Ignoring(Model):
 
     name, version = "ignoring", "1"
 
+    def __init__(self, period=2):
+        self.period = period          # A's cycle: 2 toggles a bit, 1 stays put (a self-loop), 3 counts mod 3
+
     def init_states(self):
         return [(0, False)]
 
@@ -79,7 +82,7 @@ class Ignoring(Model):
         return [action("Toggle")] + ([action("Bad")] if not s[1] else [])
 
     def next_state(self, s, a):
-        return (1 - s[0], s[1]) if a.name == "Toggle" else (s[0], True)
+        return ((s[0] + 1) % self.period, s[1]) if a.name == "Toggle" else (s[0], True)
 
     def properties(self):
         return [always("NeverBad", lambda s: not s[1], "B never goes bad")]
@@ -132,6 +135,17 @@ def test_the_cycle_proviso_has_teeth():
     assert check(Ample(m, cycle_proviso=False)).verdict == "ok"      # B ignored forever: unsound
     full, red, _ = _same(Ignoring())
     assert red.verdict == "violated"
+
+
+@pytest.mark.parametrize("period", [1, 3])
+def test_the_cycle_proviso_closes_self_loops_and_longer_cycles(period):
+    # The proviso looks at the states expanded so far: a self-loop's successor is the
+    # state itself, and a longer cycle is closed back to its first state by its last.
+    m = Ignoring(period)
+    assert check(Ample(m, cycle_proviso=False)).verdict == "ok"
+    full, red, p = _same(m)
+    assert red.verdict == full.verdict == "violated"
+    assert p.ample.full_by_proviso == 1
 
 
 def test_wrong_footprints_are_a_contract_error_naming_both_actions():
