@@ -9,6 +9,7 @@ run costs a few Spark jobs (about one per BFS level).
 
 from __future__ import annotations
 
+import gc
 import io
 import random
 import re
@@ -47,6 +48,20 @@ def spark_check(model, **kwargs):
 def test_toys_same_answers(sc, make):
     local, spark = same(make(), sc)
     assert spark.stats.distinct > 0
+
+
+def collector_off(state) -> bool:
+    return not gc.isenabled()
+
+
+def test_the_tasks_run_without_the_collector(sc):
+    """The local engine searches with the cyclic collector off, and so must every
+    Spark task, although PySpark's Broadcast.load turns it on and every level reads
+    a broadcast (the fingerprints for the filter): as a state property, checked on
+    every successor in the expand tasks, the collector's state shows in the verdict."""
+    props = [always("CollectorOff", collector_off)]
+    local, spark = same(Grid(5), sc, properties=props)
+    assert local.verdict == OK and spark.stats.distinct == 36
 
 
 def test_counterexamples_are_the_local_engines(sc):
