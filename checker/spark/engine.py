@@ -37,8 +37,9 @@ rebuilt from the parent links and the failing call made again) so that it is
 raised with its original exception chained, as the local engine raises it.
 
 This module is the driver's loop over the levels.  The rest lives beside it:
-``tasks`` (what runs on the executors), ``jobs`` (the Spark jobs of a level and
-what the search keeps in Spark), ``events`` (what the local engine makes of a
+``expand`` and ``merge`` (the two tasks of a level on the executors), ``tasks``
+(what they share: the records, the model once per worker, small look-ups),
+``jobs`` (the Spark jobs of a level and what the search keeps in Spark), ``events`` (what the local engine makes of a
 level's events), ``counters`` (the driver's counters, and their checkpoint
 form), ``handoff`` (levels moving between the driver's core and the
 partitions), ``rederive`` (counterexamples and model errors rebuilt on the

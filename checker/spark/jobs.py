@@ -1,5 +1,5 @@
 """The Spark side of one search: the model's broadcast, the levels' RDDs and the
-Spark jobs of a level (checker.spark.tasks runs inside them).
+Spark jobs of a level (checker.spark.expand and checker.spark.merge run inside them).
 
 One level is one job: the expand tasks (map side) bucket the successors by
 destination, ``partitionBy`` with our own partitioner carries them, and the merge
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.spark import tasks
+from checker.spark import expand, merge, tasks
 from checker.spark.session import run_job
 from checker.spark.tasks import KEY_BYTES, PH_PROP, ident
 
@@ -113,12 +113,12 @@ class Jobs:
         merge tasks' statistics, and the job's seconds."""
         n = self.n
         acc = self.sc.accumulator({}, tasks.StatsParam())
-        shuffled = L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc)).partitionBy(n, ident)
+        shuffled = L.mapPartitionsWithIndex(partial(expand.expand, params, self.bc, acc)).partitionBy(n, ident)
         union = L.union(shuffled)
         if union.getNumPartitions() != n:
             raise RuntimeError("kmc spark engine: the visited set and the shuffled successors are not "
                                "partitioned alike (union of %d partitions)" % union.getNumPartitions())
-        L2 = union.mapPartitionsWithIndex(partial(tasks.merge, params, self.bc, acc), preservesPartitioning=True)
+        L2 = union.mapPartitionsWithIndex(partial(merge.merge, params, self.bc, acc), preservesPartitioning=True)
         L2 = self.keep(L2)
         t1 = time.perf_counter()
         run_job(L2._jrdd.count)
@@ -139,7 +139,7 @@ class Jobs:
             nbound = (key, phase >= PH_PROP)
         acc = self.sc.accumulator({}, tasks.StatsParam())
         params = dict(params, bound=tbound, sample=0)
-        run_job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
+        run_job(L.mapPartitionsWithIndex(partial(expand.expand, params, self.bc, acc))._jrdd.count)
         (ex,) = self._stats(("expand",), params["level"], acc)
         counts: dict[str, int] = {}
         enabled: dict[str, int] = {}
@@ -169,7 +169,7 @@ class Jobs:
     def boundary(self, L, params: dict) -> list:
         """The expand tasks' statistics of the level at max_depth (not expanded)."""
         acc = self.sc.accumulator({}, tasks.StatsParam())
-        run_job(L.mapPartitionsWithIndex(partial(tasks.expand, params, self.bc, acc))._jrdd.count)
+        run_job(L.mapPartitionsWithIndex(partial(expand.expand, params, self.bc, acc))._jrdd.count)
         (out,) = self._stats(("expand",), params["level"], acc)
         return out
 
