@@ -83,9 +83,11 @@ SPEC_TESTS = CommandCorpus(TESTS.argv[:-1])
 # 5 minutes of CPU (docs/mutation.md).  Its four cheapest runs settle each trace's end
 # (Cluster.settle, checked against the model's quiet states); the other four do not, which
 # keeps the gate's cost where it was (settling them killed nothing more in its sample).
-# The level is the score measured on the code it was set on (docs/mutation.md): a change
-# to impl/ that the corpus does not check, or a weaker corpus, takes the gate below it.
-GATE = MutationGate(120, 17, 82.6, ConformCorpus(tuple(run if i < 4 else replace(run, settle=False)
+# The level is the score measured on the code it was set on (docs/mutation.md), rounded
+# down to the tenth shown (90 of 109 is 82.57%, so 82.5: a level of 82.6 fails the gate
+# that measured it): a change to impl/ that the corpus does not check, or a weaker
+# corpus, takes the gate below it.
+GATE = MutationGate(120, 17, 82.5, ConformCorpus(tuple(run if i < 4 else replace(run, settle=False)
                                                       for i, run in enumerate(CONFORMANCE.runs[:8]))))
 
 TARGETS = {

@@ -245,7 +245,9 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
         with open(args.json, "x", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
     if min_score is not None and (pct is None or pct < min_score):
-        fail(f"mutation score {text} is below the minimum {min_score:g}% ({scored - detected} survivors "
+        # two decimals: 82.57% reads "82.6%" above, which must not look like the level it misses
+        exact = "-" if pct is None else f"{pct:.2f}%"
+        fail(f"mutation score {exact} is below the minimum {min_score:g}% ({scored - detected} survivors "
               f"listed above)", command)
         return EXIT_FAIL
     return EXIT_OK
