@@ -70,16 +70,6 @@ def members(v: int, n: int) -> tuple:
     return tuple(b for b in range(n) if v >> b & 1)
 
 
-class Request(NamedTuple):
-    controller_epoch: int
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple
-    version: int
-    replicas: Any = None
-
-
 class LI(NamedTuple):
     """A LeaderIsr as z3 terms (zk, a broker's view, a controller's cache, a request)."""
 

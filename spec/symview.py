@@ -3,12 +3,24 @@ explicit state as a constraint on a frame (``abstract``), which is how a CTI is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import z3
 
 from spec.state import NO_LEADER, LeaderAndIsr, StopReplica
-from spec.symframe import (KFrame, LI, PSTATES, RSTATES, R_ORDER, Request, mask, members)
+from spec.symframe import KFrame, LI, PSTATES, RSTATES, R_ORDER, mask, members
+
+
+class _Request(NamedTuple):
+    """A LeaderAndIsr in flight, decoded from a z3 model (describe's request list)."""
+
+    controller_epoch: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    version: int
+    replicas: Any = None
 
 
 class KafkaView:
@@ -90,7 +102,7 @@ class KafkaView:
                 for j, (valid, li) in enumerate(f.slot[b][q]):
                     if ev(valid):
                         reps = self._ar_value(q, ev(f.slot_replicas[b][q][j])) if self.re else None
-                        r = Request(ev(li.controller_epoch), q, ev(li.leader), ev(li.leader_epoch),
+                        r = _Request(ev(li.controller_epoch), q, ev(li.leader), ev(li.leader_epoch),
                                    members(ev(li.isr), self.n), ev(li.version), reps)
                         if r not in reqs:
                             reqs.append(r)
@@ -102,16 +114,14 @@ class KafkaView:
                     continue
                 q = ev(R.partition(key))
                 reps = self._ar_value(q, ev(R.replicas(key))) if self.re and 0 <= q < self.np else None
-                r = Request(ev(R.controller_epoch(key)), q, ev(R.leader(key)),
+                r = _Request(ev(R.controller_epoch(key)), q, ev(R.leader(key)),
                            ev(R.leader_epoch(key)), members(ev(R.isr(key)), self.n), ev(R.version(key)), reps)
                 if r not in reqs:
                     reqs.append(r)
         reqs.sort()
-        def ids(xs) -> str:
-            return "[" + ", ".join(str(x) for x in xs) + "]"
         out = [f"LeaderAndIsr(controller_epoch={r.controller_epoch}, partition={r.partition}, leader={r.leader}, "
-               f"leader_epoch={r.leader_epoch}, isr={ids(r.isr)}, version={r.version}"
-               + (f", replicas={ids(r.replicas)})" if self.re else ")")
+               f"leader_epoch={r.leader_epoch}, isr={ids_of(r.isr)}, version={r.version}"
+               + (f", replicas={ids_of(r.replicas)})" if self.re else ")")
                for r in reqs]
         if self.re:
             stops: list = []
