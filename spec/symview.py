@@ -64,7 +64,7 @@ class KafkaView:
             d: dict = {
                 "alive": ev(f.alive[b]),
                 "controller_epoch_seen": ev(f.seen[b]),
-                "partition": {str(q): with_role(b, li(v)) for q, v in enumerate(f.view[b])},
+                "partition": {str(q): _role(b, li(v)) for q, v in enumerate(f.view[b])},
                 "in_flight": self._requests(ev, f, b),
             }
             ctx = f.ctx[b]
@@ -73,8 +73,8 @@ class KafkaView:
                     "epoch": ev(ctx.epoch),
                     "live": "[" + ", ".join(str(x) for x in range(n) if ev(ctx.live[x]) > 0) + "]",
                     "partition": {str(q): li(cq) for q, cq in enumerate(ctx.cache)},
-                    "partition_state": {str(q): name_at(PSTATES, ev(s)) for q, s in enumerate(ctx.pstate)},
-                    "replica_state": {f"{q}.{r}": name_at(RSTATES, ev(s))
+                    "partition_state": {str(q): _name(PSTATES, ev(s)) for q, s in enumerate(ctx.pstate)},
+                    "replica_state": {f"{q}.{r}": _name(RSTATES, ev(s))
                                     for q in range(self.np) for r, s in zip(self.ar[q], ctx.rstate[q])},
                 }
                 if self.re:
@@ -83,7 +83,7 @@ class KafkaView:
                     d["controller"]["reassigning"] = {
                         str(q): {"target": ids_of(self._ar_value(q, ev(rc[q].target))),
                                "original": ids_of(self._ar_value(q, ev(rc[q].original))),
-                               "step": name_at(R_ORDER, ev(rc[q].step))}
+                               "step": _name(R_ORDER, ev(rc[q].step))}
                         for q in range(self.np) if ev(rc[q].has)}
             if self.re:
                 for q in range(self.np):
@@ -107,7 +107,7 @@ class KafkaView:
                         if r not in reqs:
                             reqs.append(r)
         else:
-            entries, default = array_entries(ev.model, f.inbox[b])
+            entries, default = _array_entries(ev.model, f.inbox[b])
             R = self.Req
             for key, val in entries:
                 if not val:
@@ -131,7 +131,7 @@ class KafkaView:
                         if ev(valid):
                             stops.append((ev(ce), q, bool(ev(d))))
             else:
-                entries, sdefault = array_entries(ev.model, f.stop_inbox[b])
+                entries, sdefault = _array_entries(ev.model, f.stop_inbox[b])
                 default = default or sdefault
                 S = self.StopReq
                 for key, val in entries:
@@ -206,17 +206,17 @@ def ids_of(xs) -> str:
     return "[" + ", ".join(str(x) for x in xs) + "]"
 
 
-def with_role(b: int, d: Any) -> Any:
+def _role(b: int, d: Any) -> Any:
     if d is not None:
         d["role"] = "leader" if d["leader"] == b else "follower"
     return d
 
 
-def name_at(names: tuple, i: int) -> str:
+def _name(names: tuple, i: int) -> str:
     return names[i] if 0 <= i < len(names) else f"?{i}"
 
 
-def array_entries(m: z3.ModelRef, arr) -> tuple[list, bool]:
+def _array_entries(m: z3.ModelRef, arr) -> tuple[list, bool]:
     """``([(key, value)], default)`` of an array term under model ``m``."""
     v = m.eval(arr, model_completion=True)
     entries: list = []
