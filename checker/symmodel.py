@@ -179,7 +179,7 @@ def evaluator(m: z3.ModelRef) -> Evaluator:
     return Evaluator(m)
 
 
-def action_params(act: SymAction, tag: Any) -> dict[str, z3.ExprRef]:
+def _params(act: SymAction, tag: Any) -> dict[str, z3.ExprRef]:
     return {n: z3.Const(f"{act.name}.{n}@{tag}", s) for n, s in act.params}
 
 
@@ -205,7 +205,7 @@ class TransitionStep:
         for i in self.idx:
             a = acts[i]
             if a.name not in self.params:
-                self.params[a.name] = action_params(a, tag)
+                self.params[a.name] = _params(a, tag)
         constraints = [z3.Or([self.sel == i for i in self.idx])]
         changes: dict[str, list[tuple[int, z3.ExprRef]]] = {}
         for i in self.idx:
