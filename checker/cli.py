@@ -52,7 +52,7 @@ from checker.liveness import CheckRun
 from checker.model import Property
 from checker.output import check_output
 from checker.report import CheckPlan, Report
-from checker.result import VIOLATED
+from checker.result import INTERRUPTED, VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
 from checker.trace import write_trace
@@ -197,6 +197,8 @@ def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> Non
         bounds.append(f"max depth {args.max_depth}")
     if args.max_states is not None:
         bounds.append(f"max states {args.max_states}")
+    if args.time_limit is not None:
+        bounds.append(f"time limit {args.time_limit} s")
     print(f"properties: {what}{extra}; deadlock check {'on' if plan.check_deadlock else 'off'}"
           f"{'; ' + ', '.join(bounds) if bounds else ''}", file=out)
     if plan.engine == "spark":
@@ -213,7 +215,8 @@ def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO, reduced: A
     ``reduced``: a checker.reduction.Plan (--symmetry, --por) the engine runs instead."""
     live = plan.live
     settings = Settings(max_depth=args.max_depth, max_states=args.max_states, keep_going=args.keep_going,
-                        check_deadlock=plan.check_deadlock, progress=None if args.quiet else sys.stderr)
+                        check_deadlock=plan.check_deadlock, progress=None if args.quiet else sys.stderr,
+                        time_limit=args.time_limit)
     model, props = plan.model, plan.engine_props
     visitor = live.visitor
     if reduced is not None and reduced.model is not plan.model:
@@ -295,6 +298,9 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     if args.json:
         sys.stdout.write(json.dumps(report.as_json(), default=str) + "\n")
         sys.stdout.flush()
+    if report.result.stats.stopped_by == INTERRUPTED:
+        raise KeyboardInterrupt(f"the summary above is how far the search got; "
+                                f"--time-limit SECONDS ends a search the same way")
     if report.result.verdict == VIOLATED:
         paths = report.trace_paths
         where = f"; replay the trace with kmc replay {reopen_args(paths[0], plan.family_ref)}" if paths else ""
@@ -333,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-states", metavar="N", type=_positive,
                    help="stop after N distinct states (also the state-graph limit for eventually properties, "
                         "default 200000)")
+    c.add_argument("--time-limit", metavar="SECONDS", type=_positive,
+                   help="stop after this many seconds and report how far the search got, as a bound does "
+                        "(the counts then vary from run to run); Ctrl-C also ends with that report")
     c.add_argument("--continue", dest="keep_going", action="store_true",
                    help="keep exploring after a violation (report every violated property)")
     c.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")

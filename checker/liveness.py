@@ -401,6 +401,12 @@ class CheckRun:
         if not self.active:
             return []
         st = result.stats
+        if st.stopped_by is not None:
+            # The user gave the run a time budget or stopped it: exploring the graph
+            # again on its own would overrun it.
+            self.skipped = (f"{', '.join(p.name for p in self.props)} not checked: the search was stopped "
+                            f"({st.stopped_by})")
+            return []
         builder = self.builder
         if builder is not None and st.complete and not builder.overflow:
             self.graph = builder.graph

@@ -17,15 +17,15 @@ from typing import Any
 from checker.cmdline import count, para, reopen_args, width
 from checker.coverage import never_enabled_line, vocabulary
 from checker.model import SOMETIMES, Property
-from checker.result import BOUNDED, OK, CheckResult
+from checker.result import BOUNDED, INTERRUPTED, OK, TIME_LIMIT, CheckResult
 from checker.staterender import fill
 from checker.trace import DEADLOCK_RATIONALE
 
-__all__ = ["CheckPlan", "Report", "JSON_ORDER", "violation_lines"]
+__all__ = ["CheckPlan", "Report", "JSON_ORDER", "violation_lines", "stop_reason"]
 
 JSON_ORDER = ["distinct", "generated", "depth", "seconds", "states_per_second", "peak_memory_bytes",
               "verdict", "violated_property", "violated_properties", "trace_path", "trace_paths",
-              "witnesses", "action_counts", "complete", "violations", "model", "model_version",
+              "witnesses", "action_counts", "complete", "stopped_by", "violations", "model", "model_version",
               "family", "preset", "config", "engine", "liveness"]
 
 
@@ -100,7 +100,7 @@ class Report:
                 unreached.append(name)
         if unreached:
             why = ("the first violation stopped the search; --continue goes on"
-                   if result.violations and not self.keep_going else "the search stopped at the bounds")
+                   if result.violations and not self.keep_going else stop_reason(st))
             lines.append(para("", f"witnesses not reached yet ({why}): {', '.join(unreached)}", 4))
         if plan.live.props:
             lines.append(para("", plan.live.summary(), 4))
@@ -124,6 +124,9 @@ class Report:
         if result.verdict == OK:
             lines.append(f"verdict: OK: every property holds on all {st.distinct} reachable states"
                          f"{' and every witness was reached' if st.witnesses else ''}")
+        elif result.verdict == BOUNDED and st.stopped_by is not None:
+            lines.append(f"verdict: BOUNDED: no violation before {stop_reason(st)}; the search was not "
+                         f"exhaustive ({count(st.distinct, 'state')}, depth {st.depth})")
         elif result.verdict == BOUNDED:
             lines.append(f"verdict: BOUNDED: no violation within the bounds; the search was not exhaustive "
                          f"({count(st.distinct, 'state')}, depth {st.depth})")
@@ -149,6 +152,7 @@ class Report:
                             "steps": len(v.path), "trace_path": self.traces.get(id(v)),
                             **({"loop_start": v.loop_start} if v.loop_start is not None else {})}
                            for v in result.violations],
+            "stopped_by": result.stats.stopped_by,
             "liveness": plan.live.as_dict() if plan.live.props else None,
             "model": model.name,
             "model_version": str(model.version),
@@ -158,6 +162,15 @@ class Report:
             "engine": getattr(result, "engine", None) or {"engine": "local"},
         }
         return {k: doc[k] for k in JSON_ORDER}
+
+
+def stop_reason(stats: Any) -> str:
+    """Why a search that is not exhaustive stopped, for the summary's last lines."""
+    if stats.stopped_by == TIME_LIMIT:
+        return f"the time limit ran out (--time-limit, after {stats.seconds:,.0f} s)"
+    if stats.stopped_by == INTERRUPTED:
+        return f"it was interrupted (Ctrl-C, after {stats.seconds:,.0f} s)"
+    return "the search stopped at the bounds"
 
 
 def violation_lines(v: Any, prop: Property | None) -> list[str]:

@@ -18,6 +18,10 @@ BOUNDED = "bounded"      # a depth/state bound cut the search short and nothing 
 
 DEADLOCK = "Deadlock"    # pseudo-property name of a deadlock report
 
+# What stopped a search early that is not a bound of the state space (Stats.stopped_by).
+TIME_LIMIT = "time limit"     # Settings.time_limit ran out
+INTERRUPTED = "interrupted"   # Ctrl-C
+
 
 @dataclass
 class Step:
@@ -58,6 +62,7 @@ class Stats:
     # What a run report reads (checker.report); not part of as_dict, which engines compare.
     coverage: Coverage | None = None  # per action: enabled, taken, new (checker.coverage)
     levels: list = field(default_factory=list)  # per BFS level: level, frontier, new, distinct, seconds
+    stopped_by: str | None = None    # TIME_LIMIT or INTERRUPTED; not compared between engines
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -45,7 +45,8 @@ a deadlock (a deadlock there has a shorter path, d, and is reported instead).
 
 Bounds: ``max_depth`` stops expanding states at that depth (they are still checked,
 and checked for deadlock); ``max_states`` stops the search when a new state would be
-stored beyond that many.  A bound that cut the search makes ``stats.complete`` False
+stored beyond that many; ``time_limit`` stops it once that many seconds have passed,
+and Ctrl-C (KeyboardInterrupt) stops it the same way (``stats.stopped_by`` says which).  A bound that cut the search makes ``stats.complete`` False
 and the verdict BOUNDED unless something failed.  Stopping at the first violation
 also leaves ``stats.complete`` False: the counts are then those of a partial search.
 
@@ -75,7 +76,8 @@ from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, format_fingerprint, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
-from checker.result import BOUNDED, DEADLOCK, OK, VIOLATED, CheckResult, Stats, Step, Violation
+from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
+                            Violation)
 
 __all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "describe_state", "peak_memory",
            "SAMPLE_SIZE"]
@@ -94,6 +96,9 @@ class Settings:
     ``keep_going``: go on after a violation (report every violated property);
     ``check_deadlock``: report a non-terminal state with no enabled action;
     ``progress``: where a progress line goes every ``progress_interval`` seconds;
+    ``time_limit``: stop, as a bound does, once this many seconds have passed
+    (the clock is read every 1,000 states, so the counts then vary from run to
+    run: a wall-clock bound, like TLC's, for a search that cannot finish);
     ``collect_garbage``: leave the cyclic garbage collector on during the search
     (off by default: see the module docstring).
     """
@@ -105,6 +110,7 @@ class Settings:
     progress: TextIO | None = None
     progress_interval: float = 2.0
     collect_garbage: bool = False
+    time_limit: float | None = None
 
     def validate(self) -> "Settings":
         """UsageError on bounds that make no sense; returns self."""
@@ -113,6 +119,9 @@ class Settings:
             raise UsageError(f"max_depth must be a non-negative integer, not {d!r}")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise UsageError(f"max_states must be a positive integer, not {n!r}")
+        t = self.time_limit
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0):
+            raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}")
         return self
 
 
@@ -215,9 +224,11 @@ class Search:
         self.handoff: list | None = None      # the level explore(handoff=) stopped before
         self.sample_left = SAMPLE_SIZE        # successors still to validate at the handoff
         self.stopped = False                  # stopped at the first violation
+        self.stopped_by: str | None = None    # TIME_LIMIT or INTERRUPTED (Stats.stopped_by)
         self.fp = fingerprint_fn(model)
         self.start = time.perf_counter()
         self.last_report = self.start
+        self.deadline = None if settings.time_limit is None else self.start + settings.time_limit
 
     # -- driver -----------------------------------------------------------------
 
@@ -231,6 +242,11 @@ class Search:
             self.explore(frontier)
         except StopSearch:
             pass
+        except KeyboardInterrupt:
+            # Ctrl-C ends the search as a bound does: the caller gets how far it went
+            # (kmc check prints the summary, then exits 130).
+            self.cut = True
+            self.stopped_by = INTERRUPTED
         finally:
             if collecting:
                 gc.enable()
@@ -255,6 +271,7 @@ class Search:
             complete=complete,
             coverage=Coverage(dict(self.enabled_counts), dict(self.counts), dict(self.new_counts)),
             levels=list(self.levels),
+            stopped_by=self.stopped_by,
         )
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         return CheckResult(verdict, violations, stats)
@@ -337,6 +354,8 @@ class Search:
         sample = self.sample_left
         tick = PROGRESS_EVERY
         reporting = self.progress is not None
+        deadline = self.deadline
+        watching = reporting or deadline is not None
 
         while frontier:
             self.level = depth
@@ -360,10 +379,14 @@ class Search:
                 tick -= 1
                 if not tick:
                     tick = PROGRESS_EVERY
-                    if reporting:
+                    if watching:
                         now = time.perf_counter()
-                        if now - self.last_report >= self.interval:
+                        if reporting and now - self.last_report >= self.interval:
                             self._report(len(frontier) - pos + len(nxt), depth)
+                        if deadline is not None and now >= deadline:
+                            self.cut = True
+                            self.stopped_by = TIME_LIMIT
+                            raise StopSearch
                 if within is not None:
                     try:
                         inside = within(s)

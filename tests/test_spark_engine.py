@@ -20,7 +20,8 @@ import pytest
 from checker import bfs
 from checker.errors import ModelError, UsageError
 from checker.model import always, sometimes
-from checker.result import DEADLOCK, OK
+from checker.result import BOUNDED, DEADLOCK, OK, TIME_LIMIT
+from checker.search import Settings
 from checker.spark import check
 from tests.spark_support import same, spark_module, summary
 from tests.test_bfs import Flaky, SetActions
@@ -303,3 +304,14 @@ def test_random_graphs_with_driver_levels(sc, seed):
     rng = random.Random(seed)
     model, kwargs = random_graph(rng)
     same(model, sc, driver_states=1 + seed % 2, **kwargs)
+
+
+def test_the_time_limit_stops_after_a_whole_level(sc):
+    """Spark looks at the clock between levels: a run stopped by its time limit
+    holds exactly the states of its first levels (Grid's level d holds d + 1), and
+    says why it stopped, as the local engine does."""
+    r = spark_check(Grid(1000), sc=sc, settings=Settings(time_limit=0.5))
+    st = r.stats
+    assert r.verdict == BOUNDED and not st.complete and st.stopped_by == TIME_LIMIT
+    d = st.depth
+    assert 0 < d < 2000 and st.distinct == (d + 1) * (d + 2) // 2

@@ -43,6 +43,7 @@ class Counters:
         self.frontier_size = 0
         self.cut = False
         self.stopped = False
+        self.stopped_by: str | None = None   # checker.result.TIME_LIMIT when the time limit ran out
         self.prior_seconds = 0.0
         self.levels: list[dict] = []
         self.visited_bytes = 0
@@ -132,6 +133,7 @@ class Counters:
             complete=complete,
             coverage=Coverage(None if self.enabled_counts is None else dict(self.enabled_counts), dict(self.counts),
                               None if self.new_counts is None else dict(self.new_counts)),
+            stopped_by=self.stopped_by,
         )
 
     def state(self, identity: dict, seconds: float) -> dict:

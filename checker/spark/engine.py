@@ -61,7 +61,7 @@ import numpy as np
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn
 from checker.model import Model, Property
-from checker.result import BOUNDED, OK, VIOLATED, CheckResult
+from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
 from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, unreached_witnesses
 from checker.spark.counters import Counters
 from checker.spark.events import LevelEvents, dead_record
@@ -115,10 +115,12 @@ def check(
     expanded on the driver by the search core until one holds more than that many
     states (0: every level on Spark).  The answers are the same either way.
     """
+    time_limit = None
     if settings is not None:
         max_depth, max_states, keep_going = settings.max_depth, settings.max_states, settings.keep_going
         check_deadlock, progress = settings.check_deadlock, settings.progress
         progress_interval = settings.progress_interval
+        time_limit = settings.validate().time_limit
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
         raise UsageError(f"max_depth must be a non-negative integer, not {max_depth!r}")
     if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1):
@@ -130,6 +132,7 @@ def check(
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
     run.driver_states = driver_states
+    run.time_limit = time_limit
     return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
@@ -155,6 +158,7 @@ class _Run(Counters):
         self.rederive = Rederive(model, self.search, self.fp, self._links)
         self.events: LevelEvents | None = None
         self.driver_states = DRIVER_STATES
+        self.time_limit: float | None = None  # Settings.time_limit: looked at after each level
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
@@ -232,6 +236,14 @@ class _Run(Counters):
                 L = self._narrow(L)
                 if L is None:
                     break
+            if (self.frontier_size and self.time_limit is not None
+                    and time.perf_counter() - self.start >= self.time_limit):
+                # As the local engine's time limit: a bound.  The level just stored
+                # is the deepest, and its checkpoint (if any) lets --resume go on.
+                self.cut = True
+                self.stopped_by = TIME_LIMIT
+                self.stored_at_level = self.distinct
+                break
         if self.L is None:
             self.L = L
         return self._finish()
