@@ -94,87 +94,34 @@ A toy model and an implementation of it that agree::
 
 from __future__ import annotations
 
-import json
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from checker.bfs import replay_path
+from checker.covering import CoveringSet, covering_set, fewest_steps
+from checker.divergence import (EXTRA, INITIAL, KINDS, RAISED, REFUSED, SETTLED, STATE, Divergence,  # noqa: F401
+                                NotInModel)
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.fingerprint import fingerprint_fn
-from checker.graph import StateGraph, explore  # noqa: F401 - explore: the doctests
+from checker.graph import explore  # noqa: F401 - explore: the doctests
 from checker.imports import import_ref
 from checker.model import Action, Model, State, plain
+from checker.observation import canonical, diff, view
 from checker.result import Violation
-from checker.statediff import ABSENT, same_value
-from checker.staterender import render_changes
 from checker.trace import action_from_json, action_to_json, write_trace
 from checker.traceschema import loads
 
+# The names below were all defined here before the harness's parts got their own
+# modules (observation, divergence, covering); they stay importable from here.
 __all__ = ["plain", "Harness", "Divergence", "NotInModel", "load_implementation", "shrink", "save", "canonical",
-           "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine"]
+           "diff", "CoveringSet", "covering_set", "fewest_steps", "random_walks", "walk_machine", "KINDS",
+           "INITIAL", "REFUSED", "RAISED", "STATE", "EXTRA", "SETTLED"]
 
 CONTEXT = 5          # previous steps shown in a divergence report
 
-INITIAL, REFUSED, RAISED, STATE, EXTRA, SETTLED = "initial", "refused", "raised", "state", "extra", "settled"
-KINDS = {
-    INITIAL: "the implementation's initial state differs from the model's (model -> implementation)",
-    REFUSED: "the model enables this action but the implementation does not",
-    RAISED: "the implementation raised",
-    STATE: "after this step the implementation's state differs from the model's (model -> implementation)",
-    EXTRA: "the implementation enables an action the model does not enable here",
-    SETTLED: "left alone after this step, the implementation settles in a state where the model cannot settle "
-             "(the nearest quiet model state -> implementation)",
-}
 SETTLE_LIMIT = 100_000   # model states explored for one run's quiet states
-
-
-class _NotPlain(TypeError):
-    pass
-
-
-def _refuse(v: Any) -> Any:
-    raise _NotPlain(f"{type(v).__name__} {v!r:.60} is not plain data (dict / list / int / str / bool / None)")
-
-
-def canonical(obs: Any) -> str:
-    """The text two observations are compared by: JSON with sorted keys, so that a
-    dict's key order does not matter and ``True`` stays distinct from ``1``."""
-    return json.dumps(obs, sort_keys=True, default=_refuse, separators=(",", ":"))
-
-
-def _view(obs: Any) -> Any:
-    """An observation as the JSON data ``diff`` walks (dict keys as strings)."""
-    v = json.loads(canonical(obs))
-    return v if isinstance(v, dict) else {"value": v}
-
-
-def diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
-    """``[(key, old, new)]`` field by field, keys spelled as ``checker.statediff.flatten``
-    spells them.  Unlike ``checker.statediff.diff`` it does not align lists: in an
-    observation a list is usually positional (the log of replica 1 is ``logs[1]``),
-    so lists of one length are compared index by index and lists of different
-    lengths are shown whole (``isr: [0, 1] -> [0]``).
-
-    >>> diff({"logs": [[], []], "hw": 0}, {"logs": [[1], []], "hw": 0, "x": 1})
-    [('logs[0]', [], [1]), ('x', <absent>, 1)]
-    """
-    out: list[tuple[str, Any, Any]] = []
-
-    def walk(key: str, a: Any, b: Any) -> None:
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            for k in [*a, *(k for k in b if k not in a)]:
-                walk(f"{key}.{k}" if key else str(k), a.get(k, ABSENT), b.get(k, ABSENT))
-        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b)):
-                walk(f"{key}[{i}]", x, y)
-        elif not same_value(a, b):
-            out.append((key, a, b))
-
-    walk("", before, after)
-    return out
 
 
 # ------------------------------------------------------------------------ loading
@@ -200,131 +147,6 @@ def load_implementation(family: Any, family_ref: str = "") -> Callable[[Mapping[
 
 
 # ------------------------------------------------------------------------ replay
-
-class NotInModel(Exception):
-    """An action sequence the model itself does not allow (the trace no longer fits
-    the model): not an implementation divergence."""
-
-    def __init__(self, step: int, action: Action, enabled: Sequence[Action]) -> None:
-        shown = ", ".join(str(a) for a in list(enabled)[:8]) + (f", ... {len(enabled) - 8} more" if len(enabled) > 8 else "")
-        super().__init__(f"step {step}: action {action} is not enabled in the model here (enabled: {shown or 'none'})")
-        self.step, self.action, self.enabled = step, action, list(enabled)
-
-
-@dataclass
-class Divergence:
-    """The first step where the implementation parts from the model.
-
-    ``step`` is the index of the diverging action in ``actions`` counted from 1
-    (step 0: the initial states differ); ``actions`` is the path up to and including
-    it.  ``changes`` are ``(field, model value, implementation value)``; ``context``
-    the previous few steps as ``(index, action, model-side changes)``.  After
-    :func:`shrink` and :func:`save`, ``original`` is the divergence as first found,
-    ``trace_path`` where the shrunk path was saved and ``command`` how to reproduce it.
-    """
-
-    kind: str
-    step: int
-    action: Action | None
-    actions: tuple = ()
-    changes: list = field(default_factory=list)
-    detail: str = ""
-    model_changes: list = field(default_factory=list)   # what the model did in this step
-    context: list = field(default_factory=list)
-    init: Any = None                                      # the model's initial state of the path
-    source: str = ""
-    original: "Divergence | None" = None
-    trace_path: str | None = None
-    command: str = ""
-    replays: int = 0                                      # replays the shrinking took
-    extra: Action | None = None                           # EXTRA: the action only the implementation enables
-
-    @property
-    def summary(self) -> str:
-        where = "in the initial state" if self.step == 0 else f"at step {self.step}, {self.action}"
-        if self.kind in (STATE, INITIAL, SETTLED):
-            first = self.changes[0] if self.changes else None
-            what = (f"{first[0] or 'value'}: model {first[1]!r}, implementation {first[2]!r}"
-                    + (f" (and {len(self.changes) - 1} more)" if len(self.changes) > 1 else "")) if first else "states differ"
-        elif self.kind == REFUSED:
-            what = "the implementation does not enable it"
-        elif self.kind == EXTRA:
-            where = "in the initial state" if self.step == 0 else f"after step {self.step}"
-            what = f"the implementation enables {self.extra}, which the model does not"
-        else:
-            what = f"the implementation raised {self.detail}"
-        if self.kind == SETTLED:
-            where = "in the initial state" if self.step == 0 else f"after step {self.step}"
-            where += ", left to settle"
-        return f"diverges {where}: {what}"
-
-    def render(self) -> str:
-        lines = []
-        head = self.original or self
-        src = f" of {head.source}" if head.source else ""
-        if head.kind == EXTRA:
-            lines.append(f"DIVERGENCE {'in the initial state' if head.step == 0 else f'after step {head.step}'}"
-                         f"{src}: the implementation enables {head.extra}")
-        elif head.kind == SETTLED:
-            lines.append(f"DIVERGENCE {'in the initial state' if head.step == 0 else f'after step {head.step}'}"
-                         f"{src}, left to settle")
-        elif head.step == 0:
-            lines.append(f"DIVERGENCE in the initial state{src}")
-        else:
-            lines.append(f"DIVERGENCE at step {head.step}{src}: {head.action}")
-        lines.extend(_body(head))
-        if self.original is not None and self.original is not self:
-            lines.append("")
-            n0, n1 = len(self.original.actions), len(self.actions)
-            saved = f", saved to {self.trace_path}" if self.trace_path else ""
-            lines.append(f"shrunk from {n0} to {n1} step{'s' if n1 != 1 else ''} ({self.replays} replays){saved}:")
-            for i, a in enumerate(self.actions, 1):
-                lines.append(f"  step {i}  {a}")
-            if self.kind == EXTRA:
-                lines.append(f"  {'in the initial state' if self.step == 0 else f'after step {self.step}'}, "
-                             f"the implementation enables {self.extra}, which the model does not")
-            elif self.step == 0:
-                lines.append("  the initial states already differ")
-            elif (self.kind, self.changes) != (head.kind, head.changes) or self.step != n1:
-                lines.append(f"  at step {self.step}: {KINDS[self.kind]}")
-                lines.extend(_detail(self, "    "))
-        else:
-            n = len(self.actions)
-            if self.original is self and n > 1:
-                lines.append("")
-                lines.append(f"not shrunk: no step of the {n} can be dropped, and no shorter path "
-                             f"diverges (within the search budget)")
-            if self.trace_path:
-                lines.append(f"saved to {self.trace_path}")
-        if self.command:
-            lines.append(f"reproduce: {self.command}")
-        return "\n".join(lines)
-
-
-def _detail(d: Divergence, indent: str) -> list[str]:
-    if d.kind in (STATE, INITIAL, SETTLED):
-        return render_changes(d.changes, indent=indent)
-    if d.kind == RAISED:
-        return [f"{indent}{d.detail}"]
-    return []
-
-
-def _body(d: Divergence) -> list[str]:
-    if d.kind == EXTRA:
-        lines = [f"  {KINDS[d.kind]}: {d.extra}"]
-    else:
-        lines = [f"  {KINDS[d.kind]}:" if d.kind != REFUSED else f"  {KINDS[d.kind]}"]
-    lines.extend(_detail(d, "    "))
-    if d.kind == STATE and d.model_changes:
-        lines.append("  what the model did in this step:")
-        lines.extend(render_changes(d.model_changes, indent="    "))
-    if d.context:
-        first = d.context[0][0]
-        lines.append(f"  previous steps{' (from step ' + str(first) + ')' if first > 1 else ''}; "
-                     f"kmc replay on the saved trace shows what each one changed:")
-        for i, a, _changes in d.context:
-            lines.append(f"    step {i}  {a}")
-    return lines
 
 
 class Harness:
@@ -462,9 +284,9 @@ class Harness:
             d = Divergence(kind, i, actions[i - 1] if i else None, actions[:i], changes or [], detail,
                            init=states[0], source=source, extra=extra)
             if i:
-                d.model_changes = diff(_view(model_obs(i - 1)), _view(model_obs(i))) if kind == STATE else []
+                d.model_changes = diff(view(model_obs(i - 1)), view(model_obs(i))) if kind == STATE else []
                 last = i + 1 if kind == EXTRA else i       # an extra action comes after step i
-                d.context = [(j, actions[j - 1], diff(_view(model_obs(j - 1)), _view(model_obs(j))))
+                d.context = [(j, actions[j - 1], diff(view(model_obs(j - 1)), view(model_obs(j))))
                              for j in range(max(1, last - CONTEXT), last)]
             return d
 
@@ -504,7 +326,7 @@ class Harness:
             except Exception as e:  # noqa: BLE001 - the implementation's failure is a finding
                 return None, diverge(RAISED, i, detail=f"in observe(): {_exc(e)}")
             if text != canonical(model_obs(i)):
-                return obs, diverge(INITIAL if i == 0 else STATE, i, diff(_view(model_obs(i)), _view(obs)))
+                return obs, diverge(INITIAL if i == 0 else STATE, i, diff(view(model_obs(i)), view(obs)))
             return obs, None
 
         try:
@@ -548,7 +370,7 @@ class Harness:
             return diverge(RAISED, i, detail=f"while it settled after the last step: {_exc(e)}")
         if any(text == t for t, _ in quiet):
             return None
-        changes = min((diff(_view(o), _view(obs)) for _, o in quiet), key=len)
+        changes = min((diff(view(o), view(obs)) for _, o in quiet), key=len)
         return diverge(SETTLED, i, changes)
 
 
@@ -681,171 +503,6 @@ def probe_actions(path: str | Path) -> list[Action]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(f"trace file '{path}': field 'probe' must be a list of actions {{name, args}}; "
                          f"re-create the trace with kmc conform") from None
-
-
-# --------------------------------------------------------------------- covering set
-
-@dataclass
-class CoveringSet:
-    """Paths from the initial states that together take every transition of ``graph``.
-
-    ``paths`` holds edge indices; ``traces`` the same as ``(initial state, actions)``.
-    Every step takes one transition, so ``len(graph.edges)`` steps is a lower bound.
-    """
-
-    graph: StateGraph
-    paths: list[list[int]]
-
-    @property
-    def traces(self) -> list[tuple[State, list[Action]]]:
-        g = self.graph
-        out = []
-        for p in self.paths:
-            out.append((g.states[g.edges[p[0]][0]] if p else None, [g.edges[e][1] for e in p]))
-        return out
-
-    @property
-    def steps(self) -> int:
-        return sum(len(p) for p in self.paths)
-
-    @property
-    def covered(self) -> int:
-        return len({e for p in self.paths for e in p})
-
-
-def covering_set(graph: StateGraph, max_length: int | None = None) -> CoveringSet:
-    """A greedy covering set of ``graph``: each path starts with a shortest path from an
-    initial state to the source of the first transition not yet taken (in exploration
-    order, so the shallowest), then follows transitions not yet taken while there are
-    any; when it is stuck it walks to the nearest state that has one, unless starting
-    a new path from an initial state would get to one sooner (or the path has
-    ``max_length`` steps).  Deterministic: ties go to exploration order.
-
-    >>> from checker.model import Model, action
-    >>> class Diamond(Model):       # 0 -a-> 1, 0 -b-> 2, 1 -c-> 3, 2 -d-> 3
-    ...     def init_states(self): return [0]
-    ...     def actions(self, s): return {0: [action("a"), action("b")], 1: [action("c")], 2: [action("d")]}.get(s, [])
-    ...     def next_state(self, s, a): return {"a": 1, "b": 2, "c": 3, "d": 3}[a.name]
-    >>> c = covering_set(explore(Diamond()))
-    >>> [[str(a) for a in acts] for _, acts in c.traces], c.steps, c.covered
-    ([['a()', 'c()'], ['b()', 'd()']], 4, 4)
-    """
-    edges = graph.edges
-    out = graph.out_edges()
-    covered = bytearray(len(edges))
-    left = [len(o) for o in out]            # transitions not yet taken, per state
-    remaining = len(edges)
-    paths: list[list[int]] = []
-    cursor = 0
-
-    def take(e: int, path: list[int]) -> int:
-        nonlocal remaining
-        path.append(e)
-        if not covered[e]:
-            covered[e] = 1
-            remaining -= 1
-            left[edges[e][0]] -= 1
-        return edges[e][2]
-
-    def nearest(start: int, limit: int) -> list[int] | None:
-        """Edges of a shortest path from ``start`` to a state with a transition not yet
-        taken, if there is one within ``limit`` steps."""
-        seen = {start: -1}
-        frontier = deque([(start, 0)])
-        while frontier:
-            n, dist = frontier.popleft()
-            if left[n] and n != start:
-                route = []
-                while n != start:
-                    e = seen[n]
-                    route.append(e)
-                    n = edges[e][0]
-                return route[::-1]
-            if dist >= limit:
-                continue
-            for e in out[n]:
-                m = edges[e][2]
-                if m not in seen:
-                    seen[m] = e
-                    frontier.append((m, dist + 1))
-        return None
-
-    while remaining:
-        while covered[cursor]:
-            cursor += 1
-        src = edges[cursor][0]
-        path: list[int] = []
-        for e in _path_edges(graph, src):
-            take(e, path)
-        node = src
-        while True:
-            # Prefer a transition that leads on to more untaken ones (a dead end ends the path).
-            todo = next((e for e in out[node] if not covered[e] and left[edges[e][2]] - (edges[e][2] == node) > 0),
-                        None)
-            if todo is None:
-                todo = next((e for e in out[node] if not covered[e]), None)
-            if todo is not None:
-                node = take(todo, path)
-                continue
-            if not remaining or (max_length is not None and len(path) >= max_length):
-                break
-            while covered[cursor]:
-                cursor += 1
-            restart = graph.depth[edges[cursor][0]]
-            route = nearest(node, restart)
-            if route is None:
-                break
-            for e in route:
-                node = take(e, path)
-        paths.append(path)
-    return CoveringSet(graph, paths)
-
-
-def fewest_steps(graph: StateGraph) -> int:
-    """The fewest steps any covering set of ``graph`` can take: the minimum-cost flow
-    in which every transition is taken at least once and every state other than an
-    initial one is left at most as often as it is entered (a path may end anywhere).
-    Such a flow splits into paths from the initial states, and the cycles it also
-    splits into share states with them, so they splice in: the bound is exact.
-    (networkx's network simplex; about a second for 3,000 transitions.)
-
-    >>> from checker.model import Model, action
-    >>> class Fork(Model):          # 0 -a-> 1, 0 -b-> 2: two paths, one step each
-    ...     def init_states(self): return [0]
-    ...     def actions(self, s): return [action("a"), action("b")] if s == 0 else []
-    ...     def next_state(self, s, a): return 1 if a.name == "a" else 2
-    >>> fewest_steps(explore(Fork()))
-    2
-    """
-    import networkx as nx
-
-    h = nx.DiGraph()
-    base = [0] * len(graph.states)          # entries - exits when every transition is taken once
-    for src, _a, dst in graph.edges:
-        base[dst] += 1
-        base[src] -= 1
-    source, sink = ("start",), ("end",)
-    for n, b in enumerate(base):
-        h.add_node(n, demand=-b)
-        h.add_edge(n, sink, weight=0)       # paths that end here
-    for n in graph.initial:
-        h.add_edge(source, n, weight=0)     # paths that start here
-    h.add_edge(sink, source, weight=0)
-    for src, _a, dst in graph.edges:
-        if src != dst and not h.has_edge(src, dst):
-            h.add_edge(src, dst, weight=1)  # each extra pass costs a step
-    cost = nx.min_cost_flow_cost(h)
-    return len(graph.edges) + cost
-
-
-def _path_edges(graph: StateGraph, node: int) -> list[int]:
-    """Edge indices of the shortest path from an initial state to ``node``."""
-    path = []
-    while graph.parent[node] >= 0:
-        e = graph.parent[node]
-        path.append(e)
-        node = graph.edges[e][0]
-    return path[::-1]
 
 
 # ---------------------------------------------------------------------- random walks
