@@ -299,8 +299,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
         sys.stdout.write(json.dumps(report.as_json(), default=str) + "\n")
         sys.stdout.flush()
     if report.result.stats.stopped_by == INTERRUPTED:
-        raise KeyboardInterrupt(f"the summary above is how far the search got; "
-                                f"--time-limit SECONDS ends a search the same way")
+        raise KeyboardInterrupt("the summary above is how far the search got; "
+                                "--time-limit SECONDS ends a search the same way")
     if report.result.verdict == VIOLATED:
         paths = report.trace_paths
         where = f"; replay the trace with kmc replay {reopen_args(paths[0], plan.family_ref)}" if paths else ""

@@ -321,8 +321,8 @@ def validate(model: Model, fps: Footprints, props: Sequence[Property], states: S
                 if b not in enabled_keys and b != a:
                     cb = fps.class_of(b)
                     if cb in ok_classes and not (fps.writes[cls[i]] & fps.reads[cb]) and cb != cls[i]:
-                        raise bad(f"the first enables the second, but its class writes nothing the second's "
-                                  f"class reads", s, a, b)
+                        raise bad("the first enables the second, but its class writes nothing the second's "
+                                  "class reads", s, a, b)
             # a disabled class stays disabled while its guard keys are not written
             if guards:
                 after_cls = {fps.class_of(b) for b in after}

@@ -19,7 +19,6 @@ check failed or the trace was rejected (or the search ran out of budget: no verd
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 from typing import Any

@@ -359,7 +359,6 @@ class _Run(Counters):
         search stops at this level."""
         t0 = time.perf_counter()
         d = self.level
-        n = self.n
         params = self._params(known=self.jobs.known())
         L2, ex, mg, self.job_seconds = self.jobs.expand(L, params)
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])

@@ -80,7 +80,6 @@ class Rederive:
         model does not fail again (it is not deterministic), raise the executor's
         message."""
         key, phase, prop, kind, fp, idx, msg = err
-        search = self.search
         model = self.model
         d = level
         try:
