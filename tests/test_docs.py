@@ -91,6 +91,9 @@ COMMANDS: dict[str, Entry] = {
     "kmc check --preset data-kip101-3 --set atomic_controller=false --symmetry": Entry(
         "never", why="about 15 minutes of CPU and 4.4 GiB; the trace it finds is kept under traces/known/, where "
                      "tests/test_conform_kafka.py and tests/test_impl.py replay and conform it"),
+    "kmc check --preset data-kip279-3 --set atomic_controller=false --symmetry": Entry(
+        "never", why="about 15 minutes of CPU and 3.4 GiB; the trace it finds is kept under traces/known/, where "
+                     "tests/test_conform_kafka.py and tests/test_impl.py replay and conform it"),
     "kmc mutate impl --gate": Entry("never", why="tests/test_mutation_gate.py runs it (slow; about 7 minutes of CPU)"),
     "kmc mutate impl --module impl/log.py --list": Entry("fast"),
     "kmc mutate spec-quick --sample 40 --seed 17": Entry(
