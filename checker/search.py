@@ -64,7 +64,6 @@ off for the search, then restores it.
 from __future__ import annotations
 
 import gc
-import json
 import resource
 import sys
 import time
@@ -74,8 +73,9 @@ from typing import Sequence, TextIO
 
 from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, format_fingerprint, validate_state
+from checker.fingerprint import fingerprint_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
+from checker.modelcalls import ModelCalls, describe_state, replay_chain
 from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
                             Violation)
 
@@ -150,16 +150,6 @@ class StopSearch(BaseException):
     A BaseException so that no ``except Exception`` on the way can swallow it."""
 
 
-def describe_state(model: Model, state: State) -> str:
-    try:
-        return json.dumps(model.describe(state), default=repr)
-    except Exception:
-        try:
-            return repr(state)
-        except Exception:
-            return f"<unprintable {type(state).__name__}>"
-
-
 def peak_memory() -> int:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
@@ -174,7 +164,7 @@ def unreached_witnesses(witnesses: dict) -> list[Violation]:
             for name, at in witnesses.items() if at is None]
 
 
-class Search:
+class Search(ModelCalls):
     """One search of ``model`` for ``props`` under ``settings``; :meth:`run` gives
     the CheckResult.  ``visitor`` (optional) sees every state and transition."""
 
@@ -294,7 +284,7 @@ class Search:
                 validate_state(s, "initial state")
             except ModelError as e:
                 raise ModelError(f"{e} (initial state #{i})") from None
-            h = self._encode_fp(s, 0, None, "init_states")
+            h = self.encode_fp(s, 0, None, "init_states")
             if h in visited:
                 continue
             if cap is not None and len(visited) >= cap:
@@ -586,90 +576,6 @@ class Search:
             self.found_names = {DEADLOCK}
             return
 
-    def call_pred(self, name, pred, args, state, depth, act, kind="property"):
-        try:
-            return pred(*args)
-        except Exception as e:
-            raise self.error(f"the predicate of {kind} {name!r}", state, depth, e, act=act) from e
-
-    def as_list(self, acts, s, depth) -> list:
-        if isinstance(acts, (set, frozenset, dict)):
-            raise ModelError(
-                f"actions(state) returned a {type(acts).__name__} at depth {depth}, whose order is not "
-                f"deterministic; return a list in a fixed order. State: {describe_state(self.model, s)}"
-            )
-        try:
-            return list(acts)
-        except Exception as e:
-            raise self.error("actions(state) (while iterating its result)", s, depth, e) from e
-
-    def check_actions(self, s, acts, depth) -> None:
-        """On the first states: actions are Action records and deterministic."""
-        for a in acts:
-            if not isinstance(a, Action):
-                raise ModelError(
-                    f"actions(state) returned {a!r} ({type(a).__name__}) at depth {depth}; actions must be "
-                    f"checker.model.Action records built with action(name, **args). State: {describe_state(self.model, s)}"
-                )
-            try:
-                validate_state(a.args, f"the arguments of action {a.name}")
-            except ModelError as e:
-                raise ModelError(f"{e} (action arguments must be JSON-representable)") from None
-        try:
-            again = list(self.model.actions(s))
-        except Exception as e:
-            raise self.error("actions(state)", s, depth, e) from e
-        if again != list(acts):
-            raise ModelError(
-                f"actions(state) is not deterministic: two calls on the same state at depth {depth} returned "
-                f"[{', '.join(map(str, acts))}] then [{', '.join(map(str, again))}]. State: {describe_state(self.model, s)}"
-            )
-
-    def check_successor(self, s, a, t, depth) -> None:
-        """On the first successors: plain-value states, deterministic next_state."""
-        if t is None:
-            raise ModelError(
-                f"next_state(state, {a}) returned None at depth {depth} (a missing return?). "
-                f"State: {describe_state(self.model, s)}"
-            )
-        try:
-            validate_state(t, "next state")
-        except ModelError as e:
-            raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
-        try:
-            again = self.model.next_state(s, a)
-        except Exception as e:
-            raise self.error("next_state(state, action)", s, depth, e, act=a) from e
-        if again != t:
-            raise ModelError(
-                f"next_state is not deterministic: action {a} at depth {depth} gave {t!r} then {again!r}. "
-                f"State: {describe_state(self.model, s)}"
-            )
-
-    def _encode_fp(self, s, depth, act, where) -> int:
-        try:
-            return self.fp(s)
-        except Exception as e:
-            raise self.error(f"encode(state) (state from {where})", s, depth, e, act=act) from e
-
-    def error(self, call, state, depth, exc, act=None, via=None) -> ModelError:
-        """``act``: the action taken from ``state``; ``via``: the action that reached it."""
-        what = f" for action {act}" if act is not None else ""
-        how = f" (reached by action {via})" if via is not None else ""
-        if call.startswith("next_state"):
-            hint = ("Every action that actions(state) returns needs a next state: fix next_state, "
-                    "or disable the action in this state.")
-        elif "predicate" in call:
-            hint = "A predicate must return a bool on every reachable state: fix the property."
-        else:
-            hint = "The model must be total on the states it can reach: fix it."
-        err = ModelError(
-            f"model error: {call} raised {type(exc).__name__}: {exc}{what} at depth {depth}, "
-            f"in state {describe_state(self.model, state)}{how}. {hint}"
-        )
-        err.depth = depth  # type: ignore[attr-defined]  # for a consumer that words it its own way (graph)
-        return err
-
     def _report(self, queue, depth) -> None:
         now = time.perf_counter()
         self.last_report = now
@@ -711,46 +617,3 @@ class Search:
             fp = parent
         chain.reverse()
         return replay_chain(self.model, self.fp, chain)
-
-    def nondeterministic(self, act, state, depth, want, got) -> ModelError:
-        return nondeterministic(self.model, act, state, depth, want, got)
-
-
-def nondeterministic(model: Model, act, state, depth, want, got) -> ModelError:
-    return ModelError(
-        f"the model is not deterministic: replaying action {act} at depth {depth} gave a state with "
-        f"fingerprint {format_fingerprint(got)}, the search saw {format_fingerprint(want)}. "
-        f"State: {describe_state(model, state)}"
-    )
-
-
-def replay_chain(model: Model, fp, chain: list) -> list[Step]:
-    """Rebuild a path from ``chain``, the ``(fingerprint, index)`` pairs from an
-    initial state (index into ``init_states()``) to the target (index into the
-    parent's ``actions()``), checking every fingerprint on the way.  Every engine
-    stores its parent links this way and rebuilds its counterexamples here."""
-    inits = list(model.init_states())
-    fp0, i0 = chain[0]
-    state = inits[i0]
-    got = fp(state)
-    if got != fp0:
-        raise ModelError(
-            f"init_states() is not deterministic: initial state #{i0} has fingerprint "
-            f"{format_fingerprint(got)} on replay, {format_fingerprint(fp0)} during the search"
-        )
-    path = [Step(None, state, got)]
-    for depth, (fpn, idx) in enumerate(chain[1:]):
-        acts = list(model.actions(state))
-        if idx >= len(acts):
-            raise ModelError(
-                f"actions(state) is not deterministic: on replay, the state at depth {depth} has "
-                f"{len(acts)} actions, during the search it had more than {idx}. State: {describe_state(model, state)}"
-            )
-        act = acts[idx]
-        nxt = model.next_state(state, act)
-        got = fp(nxt)
-        if got != fpn:
-            raise nondeterministic(model, act, state, depth, fpn, got)
-        path.append(Step(act, nxt, got))
-        state = nxt
-    return path
