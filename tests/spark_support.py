@@ -66,13 +66,16 @@ def summary(r) -> dict:
     }
 
 
-def same(model, sc, partitions: int | None = None, driver_states: int = 0, **kwargs):
+def same(model, sc, partitions: int | None = None, driver_states: int = 0, chunk: int | None = None, **kwargs):
     """Check ``model`` with both engines; assert equal summaries; return both results.
     Every level runs on the partitions unless ``driver_states`` says otherwise (the
-    engine's default runs the narrow first levels on the driver)."""
+    engine's default runs the narrow first levels on the driver); ``chunk``: the
+    successors pickled together on the wire (the engine's default unless given)."""
     from checker.spark import check as spark_check
 
     local = bfs.check(model, **kwargs)
+    if chunk is not None:
+        kwargs["chunk"] = chunk
     spark = spark_check(model, sc=sc, partitions=partitions, driver_states=driver_states, **kwargs)
     assert summary(spark) == summary(local)
     return local, spark

@@ -69,7 +69,7 @@ from checker.spark.handoff import part_records, take_back
 from checker.spark.jobs import Jobs
 from checker.spark.rederive import Rederive
 from checker.spark.session import get_context, run_job, ship
-from checker.spark.tasks import PH_CAP
+from checker.spark.tasks import CHUNK, PH_CAP
 
 __all__ = ["check", "SparkCheckResult"]
 
@@ -101,6 +101,7 @@ def check(
     resume: str | None = None,
     settings: Settings | None = None,
     driver_states: int = DRIVER_STATES,
+    chunk: int = CHUNK,
 ) -> SparkCheckResult:
     """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
 
@@ -113,7 +114,8 @@ def check(
     ``settings`` (a :class:`checker.search.Settings`, the local engine's), when
     given, replaces the keyword bounds; ``driver_states``: the first levels are
     expanded on the driver by the search core until one holds more than that many
-    states (0: every level on Spark).  The answers are the same either way.
+    states (0: every level on Spark); ``chunk``: successors pickled together on
+    the wire (checker.spark.tasks.CHUNK).  The answers are the same either way.
     """
     time_limit = None
     if settings is not None:
@@ -129,10 +131,13 @@ def check(
         raise UsageError(f"partitions must be a positive integer, not {partitions!r}")
     if isinstance(driver_states, bool) or not isinstance(driver_states, int) or driver_states < 0:
         raise UsageError(f"driver_states must be a non-negative integer, not {driver_states!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise UsageError(f"chunk must be a positive integer, not {chunk!r}")
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
     run.driver_states = driver_states
     run.time_limit = time_limit
+    run.chunk = chunk
     return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
@@ -159,6 +164,7 @@ class _Run(Counters):
         self.events: LevelEvents | None = None
         self.driver_states = DRIVER_STATES
         self.time_limit: float | None = None  # Settings.time_limit: looked at after each level
+        self.chunk = CHUNK
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
@@ -346,7 +352,7 @@ class _Run(Counters):
         d = self.level
         per_task = math.ceil(self.sample_left / self.n) if self.sample_left > 0 else 0
         p = {
-            "token": self.token, "level": d, "n": self.n, "sample": per_task,
+            "token": self.token, "level": d, "n": self.n, "sample": per_task, "chunk": self.chunk,
             "steps": tuple(self.active_steps), "props": tuple(self.active_props),
             "witnesses": tuple(self.active_wits),
             "deadlock": self.check_deadlock and not self.deadlock_found,

@@ -31,7 +31,7 @@ import numpy as np
 from checker.errors import ModelError
 from checker.search import RECENT_LIMIT
 from checker.spark.tasks import (
-    EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PICKLE, PROP_RAISED, REACHED, TAG_CAND,
+    CHUNK, EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PICKLE, PROP_RAISED, REACHED, TAG_CAND,
     WITNESS_RAISED, Context, context, error_text, frontier_states, keep_error, leave_collector, part_of, peak_rss,
 )
 
@@ -70,7 +70,7 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
             acc.add({("expand", level, pid): stats})
             return iter(())
         return iter(list(_buckets(out, params["n"], pid, part[1] if part is not None else EMPTY_I64, stats,
-                                  acc, cpu)))
+                                  acc, cpu, params.get("chunk", CHUNK))))
     finally:
         if collecting:
             leave_collector()
@@ -307,7 +307,7 @@ def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dic
         stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
 
 
-def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float):
+def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float, chunk: int):
     """One CAND record per destination.  Successors that belong to this very
     partition and are in its visited set already are dropped here: they would be
     dropped on arrival, after being pickled and shipped for nothing."""
@@ -338,7 +338,7 @@ def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: floa
                     flags.append((pos, f[1], f[2], f[3]))
         record = (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
                       b"".join([c_key[i] for i in sel]),
-                      pickle.dumps([c_state[i] for i in sel], PICKLE) if sel else b"",
+                      [pickle.dumps([c_state[i] for i in sel[k:k + chunk]], PICKLE) for k in range(0, len(sel), chunk)],
                       flags, nix[idx], names))
         if d == n - 1:
             stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu

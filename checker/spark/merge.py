@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from checker.spark.tasks import (
-    EMPTY_I32, EMPTY_I64, EMPTY_U32, KEY_BYTES, PH_PROP, PH_WITNESS, REACHED, TAG_PART, WITNESS_RAISED,
+    CHUNK, EMPTY_I32, EMPTY_I64, EMPTY_U32, KEY_BYTES, PH_PROP, PH_WITNESS, REACHED, TAG_PART, WITNESS_RAISED,
     keep_error, leave_collector, peak_rss,
 )
 
@@ -51,6 +51,7 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         raise RuntimeError(f"kmc spark engine: partition {pid} lost its visited set")
     v_fp, v_par, v_act = part[1], part[2], part[3]
     kl = KEY_BYTES * (level + 2)
+    size = params.get("chunk", CHUNK)   # successors per pickled chunk of a CAND (checker.spark.expand)
     stats: dict[str, Any] = {"new": 0, "newacts": {}, "events": {}, "errors": {}}
     table: dict[str, int] = {}    # action name -> index, this partition's own (PART f_names)
 
@@ -59,8 +60,14 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         pars = np.concatenate([b[3] for b in blobs])
         acts = np.concatenate([b[4] for b in blobs])
         keys = np.frombuffer(b"".join([b[5] for b in blobs]), dtype=f"S{kl}")
+        # Where each candidate is: record (src) and position in it (pos), for the
+        # outcomes; chunk (in ``chunks``, every record's pickled chunks in a row) and
+        # position in that chunk, for the frontier.
         src = np.concatenate([np.full(len(b[2]), j, dtype=np.int32) for j, b in enumerate(blobs)])
         pos = np.concatenate([np.arange(len(b[2]), dtype=np.int32) for b in blobs])
+        chunks = [c for b in blobs for c in b[6]]
+        first_chunk = np.cumsum([0] + [len(b[6]) for b in blobs])[:-1].astype(np.int32)
+        chunk = first_chunk[src] + pos // size
         order = np.lexsort((keys, fps))
         fs = fps[order]
         first = np.ones(len(fs), dtype=bool)
@@ -93,6 +100,7 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         n_keys = keys[sel]
         n_src = src[sel]
         n_pos = pos[sel]
+        n_chunk = chunk[sel]
         if any(b[7] for b in blobs):
             _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats)
         by_fp = np.argsort(n_fp, kind="stable")
@@ -100,11 +108,11 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         v_fp = np.insert(v_fp, ins, n_fp[by_fp])
         v_par = np.insert(v_par, ins, n_par[by_fp])
         v_act = np.insert(v_act, ins, n_act[by_fp])
-        used = np.unique(n_src)
-        remap = np.full(len(blobs), -1, dtype=np.int32)
+        used = np.unique(n_chunk)    # a chunk without a new state is dropped here, never unpickled
+        remap = np.full(len(chunks), -1, dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
-        new_part = (TAG_PART, v_fp, v_par, v_act, n_fp, n_keys.tobytes(), remap[n_src], n_pos.astype(np.int32),
-                    [blobs[j][6] for j in used.tolist()], n_name, f_names)
+        new_part = (TAG_PART, v_fp, v_par, v_act, n_fp, n_keys.tobytes(), remap[n_chunk],
+                    (n_pos % size).astype(np.int32), [chunks[j] for j in used.tolist()], n_name, f_names)
     else:
         new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [], EMPTY_U32, ())
     stats["visited"] = len(v_fp)
