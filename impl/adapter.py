@@ -115,6 +115,8 @@ from checker.model import action  # the shared action vocabulary (names + args)
 from impl.admin import Admin
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
+from impl.controller import CHILD_WATCHES
+from impl.statechange import merge
 from impl.statemachines import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
 from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
@@ -286,6 +288,7 @@ class KafkaImplementation:
         self.reassign_targets = parse_reassignments(str(_cfg(config, "reassignments", "")))
         self.budget.reassignments = list(self.reassign_targets)
         self.written_targets: dict = {}     # the last target the admin wrote for each partition
+        self._merged: dict = {}             # the merged state-change log at the last observation
         # Per-replica lists are over every broker that may ever hold a replica: the
         # initial AR, then each broker a reassignment adds, in order of first mention.
         self.slots = {p: list(ar) for p, ar in self.assignment.items()}
@@ -842,7 +845,41 @@ class KafkaImplementation:
                 self._check_replica_verification(tps)
         if self.reassign_targets and zk.topic_exists(TOPIC):
             self._check_reassignment_tools(tps)
+        self._check_controller_watches()
+        self._check_state_change_merge(tps)
         return out
+
+    def _check_state_change_merge(self, tps) -> None:
+        """The seeds' state-change-log merge tool (``impl.statechange.merge``), over every
+        broker's log and per partition, must keep what it gave at the last observation as
+        its beginning: the lines written since then come after it, never between earlier
+        lines.  Each cluster operation writes at a later time than the last, so a line
+        written later that merges before an earlier one (a clock that did not move, a
+        time misread) misorders cause and effect for whoever reads the merged log."""
+        logs = [d.state_log for d in self.cluster.disks]
+        for key, merged in (("all", merge(logs)), *((tp.partition, merge(logs, tp.topic, tp.partition)) for tp in tps)):
+            before = self._merged.get(key, [])
+            if merged[:len(before)] != before:
+                i = next(i for i, (x, y) in enumerate(zip(merged, before)) if x != y)
+                raise RuntimeError(f"the merged state-change log ({'every partition' if key == 'all' else tps[key]}) "
+                                   f"puts {merged[i]!r}, written since the last step, before {before[i]!r}")
+            self._merged[key] = merged
+
+    def _check_controller_watches(self) -> None:
+        """The active controller watches the children of every path whose changes it
+        handles (``CHILD_WATCHES``, ZooKeeper's ``wchc``), unless that path's event is
+        already queued: a watch not re-armed is a change the controller never hears of,
+        which the model's state does not show until the change comes."""
+        store = self.cluster.store
+        for s in self.cluster.servers:
+            ctl = s.controller if s is not None else None
+            if ctl is None or not store.session_alive(ctl.zk.session) or not ctl.is_active():
+                continue
+            watched = store.watches(ctl.zk.session)["children"]
+            for path, event in sorted(CHILD_WATCHES.items()):
+                if path not in watched and event not in ctl.pending:
+                    raise RuntimeError(f"the active controller {ctl.broker_id} neither watches the children of "
+                                       f"{path} nor has its {event} event queued")
 
     def _check_replica_verification(self, tps) -> None:
         """kafka-replica-verification (``Admin.verify_replicas``) must describe the logs

@@ -84,6 +84,11 @@ BROKER_CHANGE = "BrokerChange"
 ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
 TOPIC_DELETION = "TopicDeletion"
 TOPIC_CHANGE = "TopicChange"
+# KafkaController's ZNodeChildChangeHandlers: the active controller keeps a child watch on
+# each path (re-registered whenever its event is handled), so a change is never missed;
+# between the watch firing and the event being handled, the event is in the queue.
+CHILD_WATCHES = {"/brokers/ids": BROKER_CHANGE, "/brokers/topics": TOPIC_CHANGE,
+                 "/admin/delete_topics": TOPIC_DELETION, "/isr_change_notification": ISR_CHANGE_NOTIFICATION}
 
 
 class IllegalStateTransition(Exception):

@@ -264,6 +264,12 @@ class InMemoryStore(CoordinationStore):
         for sid in sorted(watches.pop(path, ())):
             self._events[sid].append(WatchedEvent(kind, path))
 
+    def watches(self, session: int) -> dict[str, list[str]]:
+        """ZooKeeper's ``wchc`` four-letter word for one session: the paths it holds a
+        one-shot watch on, by kind ("data": exists/get_data, "children": get_children)."""
+        return {kind: sorted(p for p, ws in watches.items() if session in ws)
+                for kind, watches in (("data", self._data_watches), ("children", self._child_watches))}
+
     def poll_events(self, session: int) -> list[WatchedEvent]:
         ev = self._events.get(session, [])
         if session in self._events:
