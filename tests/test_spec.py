@@ -303,3 +303,33 @@ def test_each_bounded_parameter_takes_its_whole_range_and_no_more():
         for bad in (lo - 1, hi + 1):
             with pytest.raises(UsageError, match=f"'{key}' = {bad} is out of range"):
                 resolve(FAMILY, "tiny", {key: bad})
+
+
+def test_presets_named_for_a_replication_factor_have_it():
+    """offsets-rf1 and offsets-rf3 name their replication factor: the anomaly each shows
+    depends on it (one replica: the partition's only broker stops)."""
+    import re
+    named = {name: int(m.group(1)) for name in FAMILY.presets if (m := re.search(r"-rf(\d+)$", name))}
+    assert named, "no preset names its replication factor"
+    for name, rf in named.items():
+        assert resolve(FAMILY, name, {})["replication_factor"] == rf, name
+
+
+def test_only_a_controlled_shutdown_election_moves_the_leader_for_a_shutdown():
+    """The ghost behind the ControlledShutdownMovesLeader witness is set by the
+    controlled-shutdown election alone (spec/controller.py elect_leader), never by an
+    offline, preferred or reassignment election: every transition that sets it is an
+    ElectLeader with strategy controlled_shutdown, and some transition does."""
+    m = model("shutdown", max_crashes=0, max_isr_shrinks=0)
+    seen, todo, setters = set(), list(m.init_states()), set()
+    while todo:
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        for a in m.actions(s):
+            t = m.next_state(s, a)
+            if t.ghost.inv_shutdown_moved_leader and not s.ghost.inv_shutdown_moved_leader:
+                setters.add((a.name, a.get("strategy")))
+            todo.append(t)
+    assert setters == {("ElectLeader", "controlled_shutdown")}
