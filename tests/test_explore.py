@@ -128,6 +128,12 @@ def test_the_kafka_timeline_draws_every_delivery_from_its_sender():
     assert (3, "election", "ZooKeeper", "p0 leader none → 0 (new)") in labels
     assert (6, "request", "broker 1", "LeaderAndIsr p1 leader 1 epoch 0 isr [1]") in labels
     assert (7, "request", "broker 1", "LeaderAndIsr p0 leader 0 epoch 0 isr [0, 1]") in labels
+    # a leader election's znode write is an arrow from the electing controller's broker
+    elections = [e for e in draw["events"] if e["category"] == "election" and e["lane"] == "ZooKeeper"]
+    assert elections
+    for e in elections:
+        c = trace.steps[e["step"]].action.get("controller")
+        assert (e["kind"], e["source"]) == ("message", f"broker {c}"), e
 
 
 # ------------------------------------------------------------------ the server
