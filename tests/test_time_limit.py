@@ -27,6 +27,17 @@ ROOT = Path(__file__).resolve().parent.parent
 BIG = ["--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", "n=1000"]
 
 
+SLOW = """import time
+from checker.model import always
+
+def slow(s):
+    time.sleep(0.0002)
+    return True
+
+Slow = always("Slow", slow, "takes its time, so that the search is still running when it is interrupted")
+"""
+
+
 def test_the_time_limit_is_a_bound():
     r = bfs.check(Grid(1000), settings=Settings(time_limit=0.3))
     st = r.stats
@@ -45,7 +56,10 @@ def test_a_time_limit_that_makes_no_sense_is_a_usage_error(bad):
 
 
 def test_kmc_check_time_limit_reports_how_far_it_got(tmp_path):
-    r = cli_support.kmc("check", *BIG, "--time-limit", "1", "--traces-dir", tmp_path, "--json", timeout=120)
+    inv = tmp_path / "slow.py"
+    inv.write_text(SLOW)
+    r = cli_support.kmc("check", *BIG, "--invariants", inv, "--time-limit", "1", "--traces-dir", tmp_path, "--json",
+                        timeout=120)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["verdict"] == "bounded" and doc["stopped_by"] == "time limit" and doc["complete"] is False
@@ -59,8 +73,14 @@ def test_kmc_check_rejects_a_bad_time_limit(tmp_path):
     cli_support.one_line_error(r, "--time-limit", code=2)
 
 
+
 def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "checker", "check", *BIG, "--traces-dir", str(tmp_path)],
+    # Grid(1000) alone can finish in a few seconds, before a loaded machine delivers
+    # the signal; a property that sleeps 0.2 ms a state makes the search take minutes.
+    inv = tmp_path / "slow.py"
+    inv.write_text(SLOW)
+    args = [*BIG, "--invariants", str(inv), "--traces-dir", str(tmp_path)]
+    proc = subprocess.Popen([sys.executable, "-m", "checker", "check", *args],
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -78,4 +98,4 @@ def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
     lines = [ln for ln in err.splitlines() if not ln.startswith("progress: ")]
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("kmc: interrupted; the summary above is how far the search got")
-    assert lines[0].endswith(f"(reproduce: kmc check {' '.join(BIG)} --traces-dir {tmp_path})")
+    assert lines[0].endswith(f"(reproduce: kmc check {' '.join(args)})")
