@@ -3,24 +3,12 @@ explicit state as a constraint on a frame (``abstract``), which is how a CTI is 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import z3
 
 from spec.state import NO_LEADER, LeaderAndIsr, StopReplica
 from spec.symframe import KFrame, LI, PSTATES, RSTATES, R_ORDER, mask, members
-
-
-class _Request(NamedTuple):
-    """A LeaderAndIsr in flight, decoded from a z3 model (describe's request list)."""
-
-    controller_epoch: int
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple
-    version: int
-    replicas: Any = None
 
 
 class KafkaView:
@@ -102,8 +90,8 @@ class KafkaView:
                 for j, (valid, li) in enumerate(f.slot[b][q]):
                     if ev(valid):
                         reps = self._ar_value(q, ev(f.slot_replicas[b][q][j])) if self.re else None
-                        r = _Request(ev(li.controller_epoch), q, ev(li.leader), ev(li.leader_epoch),
-                                   members(ev(li.isr), self.n), ev(li.version), reps)
+                        r = LeaderAndIsr(ev(li.controller_epoch), q, ev(li.leader), ev(li.leader_epoch),
+                                         members(ev(li.isr), self.n), ev(li.version), reps)
                         if r not in reqs:
                             reqs.append(r)
         else:
@@ -114,8 +102,8 @@ class KafkaView:
                     continue
                 q = ev(R.partition(key))
                 reps = self._ar_value(q, ev(R.replicas(key))) if self.re and 0 <= q < self.np else None
-                r = _Request(ev(R.controller_epoch(key)), q, ev(R.leader(key)),
-                           ev(R.leader_epoch(key)), members(ev(R.isr(key)), self.n), ev(R.version(key)), reps)
+                r = LeaderAndIsr(ev(R.controller_epoch(key)), q, ev(R.leader(key)),
+                                 ev(R.leader_epoch(key)), members(ev(R.isr(key)), self.n), ev(R.version(key)), reps)
                 if r not in reqs:
                     reqs.append(r)
         reqs.sort()
