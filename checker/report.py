@@ -124,11 +124,9 @@ class Report:
         if result.verdict == OK:
             lines.append(f"verdict: OK: every property holds on all {st.distinct} reachable states"
                          f"{' and every witness was reached' if st.witnesses else ''}")
-        elif result.verdict == BOUNDED and st.stopped_by is not None:
-            lines.append(f"verdict: BOUNDED: no violation before {stop_reason(st)}; the search was not "
-                         f"exhaustive ({count(st.distinct, 'state')}, depth {st.depth})")
         elif result.verdict == BOUNDED:
-            lines.append(f"verdict: BOUNDED: no violation within the bounds; the search was not exhaustive "
+            until = "within the bounds" if st.stopped_by is None else f"before {stop_reason(st)}"
+            lines.append(f"verdict: BOUNDED: no violation {until}; the search was not exhaustive "
                          f"({count(st.distinct, 'state')}, depth {st.depth})")
         else:
             lines.append(f"verdict: VIOLATED: {', '.join(self.violated())}")

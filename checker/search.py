@@ -46,8 +46,9 @@ a deadlock (a deadlock there has a shorter path, d, and is reported instead).
 Bounds: ``max_depth`` stops expanding states at that depth (they are still checked,
 and checked for deadlock); ``max_states`` stops the search when a new state would be
 stored beyond that many; ``time_limit`` stops it once that many seconds have passed,
-and Ctrl-C (KeyboardInterrupt) stops it the same way (``stats.stopped_by`` says which).  A bound that cut the search makes ``stats.complete`` False
-and the verdict BOUNDED unless something failed.  Stopping at the first violation
+and Ctrl-C (KeyboardInterrupt) stops it the same way (``stats.stopped_by`` says
+which).  A bound that cut the search makes ``stats.complete`` False and the verdict
+BOUNDED unless something failed.  Stopping at the first violation
 also leaves ``stats.complete`` False: the counts are then those of a partial search.
 
 A model that raises (``actions``, ``next_state``, ``encode``, a predicate...) stops
