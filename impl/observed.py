@@ -13,7 +13,9 @@ one machine's clock; where ZooKeeper returned a zxid, zxid order must agree, and
   ``.controller_epoch``, ``.version``; a leader's ISR change also sets its own view
   (``b<B>.p<P>.isr``, ``.version``), paired with its ``ISR updated`` log line;
 - a LeaderAndIsr request a broker applied (the shell's ``Handled LeaderAndIsr`` line
-  with result NONE): the broker's whole view of the partition, ``b<B>.p<P>.*``;
+  with result NONE): the broker's whole view of the partition, ``b<B>.p<P>.*``, unless
+  the line before it said the broker "cannot become follower" (``makeFollowers``: the
+  view stayed as it was);
 - a broker's registration after its first (``/brokers/ids/<B>`` created in a new
   session, after a restart or a session expiry): ``zk.s<B>``, the model's session
   number, and ``b<B>.alive``;
@@ -44,6 +46,9 @@ _STATE = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)/partitions/(?P<p>\d+)/st
 _HANDLED = re.compile(r"^Handled LeaderAndIsr request from controller (?P<c>-?\d+) epoch (?P<e>-?\d+) for partition "
                       r"(?P<topic>.+)-(?P<p>\d+) leader (?P<l>-?\d+) leader epoch (?P<k>-?\d+) isr \[(?P<isr>[\d, ]*)\] "
                       r"zkVersion (?P<v>-?\d+): (?P<err>\w+)$")
+_REFUSED = re.compile(r"^ ?Received LeaderAndIsr request with correlation id \d+ from controller -?\d+ epoch -?\d+ for "
+                      r"partition (?P<topic>.+)-(?P<p>\d+) but cannot become follower since the new leader -?\d+ is "
+                      r"unavailable\.$")
 _ISR = re.compile(r"^Leader (?P<topic>.+)-(?P<p>\d+) ISR updated from \[[\d, ]*\] to \[(?P<isr>[\d, ]*)\] and "
                   r"zkVersion updated to \[(?P<v>\d+)\]$")
 FIELDS = ("leader", "leader_epoch", "isr", "controller_epoch", "version")
@@ -103,11 +108,19 @@ def read_run(directory: Path, brokers: int, topic: str = "t", partitions: int = 
         path = directory / f"broker-{b}" / "state-change.log"
         entries[b] = parse_log(path.read_text(), b, str(path)) if path.exists() else []
         run.lines += len(entries[b])
+        refused = set()     # partitions whose next Handled line changed nothing (makeFollowers refused)
         for e in entries[b]:
+            m = _REFUSED.match(e.text)
+            if m and m.group("topic") == topic:
+                refused.add(int(m.group("p")))
+                continue
             m = _ISR.match(e.text)
             if m and m.group("topic") == topic:
                 isr_lines.setdefault((b, int(m.group("p")), int(m.group("v"))), []).append(_ints(m.group("isr")))
             m = _HANDLED.match(e.text)
+            if m and m.group("topic") == topic and int(m.group("p")) in refused:
+                refused.discard(int(m.group("p")))
+                continue
             if m and m.group("topic") == topic and m.group("err") == "NONE":
                 p = int(m.group("p"))
                 view = {"leader": int(m.group("l")), "leader_epoch": int(m.group("k")), "isr": _ints(m.group("isr")),

@@ -154,14 +154,29 @@ class ReplicaManager:
                         f"{req.controller_epoch} for partition {tp} since its associated leader epoch "
                         f"{req.leader_epoch} is not higher than the current leader epoch {current_epoch}")
             return STALE_LEADER_EPOCH
+        if req.leader != self.broker_id and not self._leader_alive(req.leader):
+            # ``ReplicaManager.makeFollowers``: the partition stays as it was (no new
+            # leader epoch, the same fetcher); Kafka only creates the local replica,
+            # so that its HW is checkpointed (KAFKA-1647): ``self.log`` does that here.
+            self.log(tp)
+            self._trace("", f"Received LeaderAndIsr request with correlation id 0 from controller "
+                        f"{req.controller_id} epoch {req.controller_epoch} for partition {tp} but cannot "
+                        f"become follower since the new leader {req.leader} is unavailable.")
+            return NONE
         p = Partition(tp, req.replicas, req.leader, req.leader_epoch, tuple(req.isr), req.controller_epoch,
                       req.zk_version)
         self.partitions[tp] = p
         if req.leader == self.broker_id:
             self._make_leader(p, current)
-        elif req.leader != NO_LEADER:
+        else:
             self._make_follower(p, current)
         return NONE
+
+    @staticmethod
+    def _leader_alive(leader: int) -> bool:
+        """``ReplicaManager.makeFollowers`` (0.10 to 2.x) follows a new leader only if
+        ``MetadataCache.getAliveBrokers`` lists it; the leader -1 is never alive."""
+        return leader != NO_LEADER
 
     @staticmethod
     def _stale_leader_epoch(request_epoch: int, current_epoch: int) -> bool:

@@ -17,7 +17,9 @@ from spec.state import (
 DOCS = {
     "DeliverLeaderAndIsr": "a broker handles a LeaderAndIsr request in flight: rejected if its controller "
                            "epoch is older than the broker has seen (StaleControllerEpoch) or its leader "
-                           "epoch is not newer (StaleLeaderEpoch); else the broker becomes leader or follower",
+                           "epoch is not newer (StaleLeaderEpoch); else the broker becomes leader or follower, "
+                           "except that a broker told to follow leader -1 keeps its partition as it was "
+                           "(ReplicaManager.makeFollowers: the new leader is unavailable)",
     "DeliverStopReplica": "a broker handles StopReplica: it stops fetching; with delete=true it also deletes "
                           "its replica (log included) and, during topic deletion, the controller that sent it "
                           "records ReplicaDeletionSuccessful",
@@ -120,7 +122,7 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         seen = max(br.controller_epoch_seen, req.controller_epoch)
         current = br.partitions[req.partition]
         parts = br.partitions
-        applied = req.leader_epoch > current.leader_epoch
+        applied = req.leader_epoch > current.leader_epoch and (req.leader == b or _leader_alive(req.leader))
         assigned = br.assigned
         if applied:
             parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
@@ -135,6 +137,17 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
                 s = datapath.on_become_follower(m, s, b, req.partition, current.leader)
         return s
     return s._replace(brokers=put(s.brokers, b, br))
+
+
+def _leader_alive(leader: int) -> bool:
+    """``ReplicaManager.makeFollowers`` (the same in 0.10, 0.11, 2.0 and 2.1): a broker
+    told to follow a leader that its ``MetadataCache.getAliveBrokers`` does not list
+    logs "cannot become follower since the new leader ... is unavailable" and leaves
+    the partition as it was (no new leader epoch or AR, the same fetcher); it still
+    learns the controller epoch.  Leader -1 is never alive.  The caches' live brokers
+    are not modelled, so every other leader counts as alive (docs/model.md, "The
+    makeFollowers check", says which Kafka case that leaves out)."""
+    return leader != NO_LEADER
 
 
 def deliver_update_metadata(m, s: KafkaState, a: Action) -> KafkaState:

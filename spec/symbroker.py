@@ -141,7 +141,9 @@ class BrokerEncoding:
                     u[valid] = z3.And(valid, z3.Not(same))
             u[f.seen[b]] = z3.If(fenced, f.seen[b], zmax(f.seen[b], ce))
             view = f.view[b][q]
-            applied = z3.And(z3.Not(fenced), r.leader_epoch > view.leader_epoch)
+            # ReplicaManager.makeFollowers: a follower of no leader (-1) keeps its partition
+            alive = z3.Or(r.leader == b, r.leader != NO_LEADER)
+            applied = z3.And(z3.Not(fenced), r.leader_epoch > view.leader_epoch, alive)
             u.li(view, if_li(applied, r, view))
             if self.re:
                 a = f.assigned[b][q]
