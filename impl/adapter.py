@@ -112,7 +112,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from checker.model import action  # the shared action vocabulary (names + args)
-from impl.admin import Admin
+from impl.admin import Admin, AdminError
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
 from impl.controller import CHILD_WATCHES
@@ -124,13 +124,31 @@ from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
 TOPIC = "t"
 
 # What the projection leaves out, and why a bug there cannot go unseen (or cannot
-# matter): each says where its effect is observed, or that nothing reads it.
+# matter): each says where its effect is observed, or that nothing reads it.  Everything
+# else of the cluster's state is observed (``observe``): the znodes' values, every
+# running broker's partition views, fetchers' truncation, logs, leader epoch caches,
+# HWs, metadata caches and controller context, and the requests in flight.
 IGNORED = {
     "request.controller_id": "StopReplica responses are routed to it, so a wrong one leaves the deleting "
                              "controller's replica states behind (observed: ctx.replica_states); otherwise only "
                              "the state-change log reads it",
     "zk.isr_change_notification": "the controller's input only: a lost or extra notification changes whether "
-                                  "IsrChangeNotification is enabled, and enabled sets are compared (and probed)",
+                                  "IsrChangeNotification is enabled, and enabled sets are compared (and probed); "
+                                  "the sequential names are read only to delete the znodes",
+    "zk.admin.preferred_replica_election": "written by kafka-preferred-replica-election and carried out and "
+                                           "deleted by the controller within the same ElectLeader step; a "
+                                           "leftover znode makes the next run of the tool raise, a lost one "
+                                           "shows as no election (zk.partitions)",
+    "zk.ar without a reassignment": "written once, by kafka-topics --create, as the adapter's assignment; the "
+                                    "controller's copy decides to whom it sends LeaderAndIsr (observed: inbox, "
+                                    "with the AR as replicas) and whom it may elect (observed: leaders); "
+                                    "with a reassignment zk.ar and ctx.ar are observed",
+    "zk.stat": "czxid is observed as the broker epoch's rank (sessions, ctx.live); nothing in impl/ reads "
+               "mzxid, cversion, ephemeral_owner or num_children (Kafka's controller watches children instead), "
+               "and zxids are compared only with == and <",
+    "zk.watches": "decide only which events reach a session, i.e. controller.pending (below); the active "
+                  "controller's child watches are checked at every observation (ZooKeeper's wchc: each armed, "
+                  "or its event queued), and no step reads the /controller watch (can_elect reads the znode)",
     "zk.controller_epoch.version": "read only by the controller's conditional writes (KAFKA-6082), whose success "
                                    "or failure shows in zk.partitions; the epoch itself is observed",
     "zk.config": "written once, through the admin tool, at topic creation; read by unclean election and "
@@ -142,11 +160,23 @@ IGNORED = {
     "replica.follower LEOs on a non-leader": "reset when the broker becomes leader (makeLeader), so no decision "
                                              "reads a stale one",
     "replica.leader's own LEO entry": "not stored: the leader's LEO is its log's length, and the log is observed",
+    "replica.replicas without a reassignment": "the AR of the LeaderAndIsr it applied (observed in the inbox "
+                                               "before delivery); the leader reads it for the followers whose "
+                                               "LEOs it keeps (observed: follower_leos) and whom it may add to "
+                                               "the ISR (observed: isr)",
+    "replica.min_insync_replicas": "the topic's min.insync.replicas (zk.config); read only when a leader "
+                                   "takes an acks=all write, whose refusal changes the enabled Produce steps "
+                                   "(compared and probed) and nothing else",
     "controller.pending": "watch events not yet handled: a lost or duplicated one changes which controller "
                           "steps are enabled, and enabled sets are compared (and probed)",
     "controller.epoch_zk_version": "read only by the controller's conditional writes, whose effect shows in "
                                    "zk.partitions",
-    "state-change.log": "written, never read by a broker or the controller",
+    "state-change.log": "written, never read by a broker or the controller; the order in time of its lines is "
+                        "checked at every observation (the seeds' merge tool keeps what it gave as its "
+                        "beginning); their text is not predicted: the model has no notion of "
+                        "StateChangeLogger's wording, which is no Kafka contract",
+    "cluster.time": "the state-change log's clock, read only to stamp its lines, whose merged order is checked",
+    "cluster.registrations": "the driver's record of each broker's epochs, used only to rank them (sessions)",
     "producer.pending_acks": "the test client's state, not the cluster's; what it acknowledged is observed (acked)",
 }
 
@@ -766,6 +796,9 @@ class KafkaImplementation:
             view = self._rm(act.get("leader")).partitions.get(tp)
             epoch = view.leader_epoch if view is not None else -1
             err, offset = c.produce(act.get("leader"), tp, act.get("acks"))
+            if err != "NONE" and offset != -1:
+                raise RuntimeError(f"a produce refused with {err} answers offset {offset}: Kafka's ProduceResponse "
+                                   f"gives -1 (INVALID_OFFSET) with an error")
             if err == "NONE" and act.get("acks") == "all":
                 self.pending_acks.append((tp, offset, epoch))
         elif name == "Fetch":
@@ -845,6 +878,8 @@ class KafkaImplementation:
                 self._check_replica_verification(tps)
         if self.reassign_targets and zk.topic_exists(TOPIC):
             self._check_reassignment_tools(tps)
+        if not zk.topic_exists(TOPIC):
+            self._check_tools_refuse_a_missing_topic()
         self._check_controller_watches()
         self._check_state_change_merge(tps)
         return out
@@ -918,6 +953,17 @@ class KafkaImplementation:
         current, _ = self.admin.generate_reassignment([TOPIC], range(self.n))
         if current != {tp: ar[tp.partition] for tp in tps if tp.partition in ar}:
             raise RuntimeError(f"kafka-reassign-partitions --generate's current assignment {current} is not the AR {ar}")
+
+    def _check_tools_refuse_a_missing_topic(self) -> None:
+        """Before the topic is created and after it is deleted, kafka-reassign-partitions
+        --generate for it must refuse (UNKNOWN_TOPIC_OR_PARTITION), not propose an
+        assignment from whatever is left in ZooKeeper."""
+        try:
+            self.admin.generate_reassignment([TOPIC], range(self.n))
+        except AdminError:
+            return
+        raise RuntimeError(f"kafka-reassign-partitions --generate proposes an assignment for topic {TOPIC!r}, "
+                           f"which does not exist")
 
     def _partition_states(self, tps, desc) -> list[dict]:
         """Each partition's state znode, its leader, leader epoch and ISR as the admin

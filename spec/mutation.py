@@ -21,6 +21,13 @@ NO_CRASH = (("max_crashes", 0),)
 ONE_RECORD = (("max_records", 1), ("max_crashes", 1))
 CREATE = (("create_topic_after_start", True),)
 
+# Two unclean elections, one after each crash (an ISR shrink first): the smallest graph that
+# spends the unclean-election budget twice (about 8 s of CPU unmutated; without the atomic
+# controller about 54 s).
+UNCLEAN_TWICE = ConformRun("unclean atomic (2 crashes, 2 unclean elections, no preferred election)", preset="unclean",
+                           overrides=(*ATOMIC, ("max_crashes", 2), ("max_unclean_elections", 2),
+                                      ("preferred_election", False)))
+
 # Cheapest first.  The covering sets take every transition of their graph, probed (the
 # implementation is asked about every action the model refuses); the walks reach the
 # data path's truncation rules with three replicas, beyond any covering set.
@@ -36,6 +43,8 @@ CONFORMANCE = ConformCorpus((
     ConformRun("reassign-rf --probe", preset="reassign-rf", probe=True, settle=True),
     ConformRun("data-kip320 (1 record, 1 crash) --probe", preset="data-kip320", overrides=ONE_RECORD, probe=True,
                settle=True),
+    ConformRun("tiny (no controller failover) --probe", preset="tiny", overrides=(("max_controller_failovers", 0),),
+               probe=True),
     ConformRun("zombie --probe", preset="zombie", probe=True),
     ConformRun("data-kip101 atomic: walks", preset="data-kip101", overrides=ATOMIC, walks=100, depth=40, cover=False),
     ConformRun("data-kip279 atomic: walks", preset="data-kip279", overrides=ATOMIC, walks=100, depth=40, cover=False),
@@ -44,6 +53,7 @@ CONFORMANCE = ConformCorpus((
     ConformRun("data-kip320-3: walks", preset="data-kip320-3", walks=100, depth=40, cover=False),
     ConformRun("shutdown (no crash) --probe", preset="shutdown", overrides=NO_CRASH, probe=True),
     ConformRun("data-unclean atomic --probe", preset="data-unclean", overrides=ATOMIC, probe=True),
+    UNCLEAN_TWICE,
 ))
 
 # The battery issue 17 started from, which gave the "before" score (docs/mutation.md).
@@ -95,6 +105,7 @@ GATE = MutationGate(120, 17, 90.6, ConformCorpus((
     ConformRun("zombie (no shrink) --probe", preset="zombie", overrides=SMALL[:1], probe=True),
     ConformRun("shutdown (no crash, no shrink, no preferred election) --probe", preset="shutdown",
                overrides=(*NO_CRASH, *SMALL), probe=True),
+    UNCLEAN_TWICE,
 )))
 
 TARGETS = {
