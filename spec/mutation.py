@@ -92,16 +92,17 @@ SPEC_TESTS = CommandCorpus(TESTS.argv[:-1])
 # corpus's eight cheapest runs (no random walk, no large covering set; the data path probed
 # with one record) and two small covering sets that reach what those eight do not: a zombie
 # controller (no ISR shrink) and a controlled shutdown (no crash, no shrink, no preferred
-# election), each under 5 s of CPU unmutated; the whole gate about 5 minutes of CPU
+# election), each under 5 s of CPU unmutated, and two unclean elections with the atomic
+# controller (about 8 s); the whole gate about 5 minutes of CPU
 # (docs/mutation.md).  Its four cheapest runs settle each trace's end (Cluster.settle,
 # checked against the model's quiet states); the others do not, which keeps the gate's cost
 # down (settling them killed nothing more in its sample).
 # The level is the score measured on the code it was set on (docs/mutation.md), rounded
-# down to the tenth shown (97 of 107 is 90.65%, so 90.6: a level of 90.7 fails the gate
+# down to the tenth shown (98 of 107 is 91.59%, so 91.5: a level of 91.6 fails the gate
 # that measured it): a change to impl/ that the corpus does not check, or a weaker
 # corpus, takes the gate below it.
 SMALL = (("max_isr_shrinks", 0), ("preferred_election", False))
-GATE = MutationGate(120, 17, 90.6, ConformCorpus((
+GATE = MutationGate(120, 17, 91.5, ConformCorpus((
     *(run if i < 4 else replace(run, settle=False) for i, run in enumerate(CONFORMANCE.runs[:8])),
     ConformRun("zombie (no shrink) --probe", preset="zombie", overrides=SMALL[:1], probe=True),
     ConformRun("shutdown (no crash, no shrink, no preferred election) --probe", preset="shutdown",
