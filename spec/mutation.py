@@ -45,6 +45,8 @@ CONFORMANCE = ConformCorpus((
                settle=True),
     ConformRun("tiny (no controller failover) --probe", preset="tiny", overrides=(("max_controller_failovers", 0),),
                probe=True),
+    ConformRun("tiny (2 partitions, no crash, 2 ISR shrinks, no preferred election)", preset="tiny",
+               overrides=(("partitions", 2), *NO_CRASH, ("max_isr_shrinks", 2), ("preferred_election", False))),
     ConformRun("zombie --probe", preset="zombie", probe=True),
     ConformRun("data-kip101 atomic: walks", preset="data-kip101", overrides=ATOMIC, walks=100, depth=40, cover=False),
     ConformRun("data-kip279 atomic: walks", preset="data-kip279", overrides=ATOMIC, walks=100, depth=40, cover=False),
