@@ -55,7 +55,7 @@ from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.result import BOUNDED, DEADLOCK, VIOLATED, Step, Violation
 
 __all__ = ["simulate", "run_walks", "shrink", "SimulationResult", "Walk", "Found", "swarm_budget", "swarm_weight",
-           "check_args", "validate_properties", "finish", "Progress"]
+           "check_args", "validate_properties", "finish", "Progress", "model_call"]
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_WALKS = 10_000
@@ -119,13 +119,14 @@ class SimulationResult:
     walk: int | None = None           # index of the first violating walk
     found_length: int | None = None   # its length before shrinking
     shrink_replays: int = 0
+    exhausted: bool = False           # a stateful search (checker.stateful) ran out of states to visit
 
     def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "seed": self.seed, "walks": self.walks, "steps": self.steps,
                 "distinct": self.distinct, "deepest": self.deepest, "seconds": round(self.seconds, 3),
                 "walk": self.walk, "found_length": self.found_length,
                 "shrunk_length": len(self.violations[0].path) - 1 if self.violations else None,
-                "shrink_replays": self.shrink_replays,
+                "shrink_replays": self.shrink_replays, "exhausted": self.exhausted,
                 "action_counts": dict(sorted(self.action_counts.items())),
                 "witnesses": dict(sorted(self.witnesses.items()))}
 
@@ -167,7 +168,7 @@ def validate_properties(props: Sequence[Property]) -> None:
         seen.add(p.name)
 
 
-def _call(what: str, fn: Callable, *args: Any) -> Any:
+def model_call(what: str, fn: Callable, *args: Any) -> Any:
     try:
         return fn(*args)
     except ModelError:
@@ -189,7 +190,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
     step_checks = [p for p in props if p.kind == ALWAYS and p.step]
     wit_checks = [p for p in props if p.kind == SOMETIMES]
     fp = fingerprint_fn(model)
-    inits = _call("init_states()", lambda: list(model.init_states()))
+    inits = model_call("init_states()", lambda: list(model.init_states()))
     if not inits:
         raise ModelError("the model has no initial state: init_states() returned nothing")
     within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
@@ -204,11 +205,11 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
     def look(s: State, depth: int, trail: tuple, init: int, walk: int) -> Found | None:
         seen.add(fp(s))
         for p in wit_checks:
-            if (wit[p.name] is None or depth < wit[p.name]) and _call(
+            if (wit[p.name] is None or depth < wit[p.name]) and model_call(
                     f"the predicate of sometimes property {p.name!r}", p.predicate, s):
                 wit[p.name] = depth
         for p in state_checks:
-            if not _call(f"the predicate of property {p.name!r}", p.predicate, s):
+            if not model_call(f"the predicate of property {p.name!r}", p.predicate, s):
                 return Found(walk, p.name, ALWAYS, init, trail, f"{p.name} does not hold in the last state")
         return None
 
@@ -225,11 +226,11 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
         found = look(s, 0, trail, init, walk)
         depth = 0
         while found is None and depth < max_steps:
-            if within is not None and not _call("within_boundary(state)", within, s):
+            if within is not None and not model_call("within_boundary(state)", within, s):
                 break
-            acts = _call("actions(state)", model.actions, s)
+            acts = model_call("actions(state)", model.actions, s)
             if not acts:
-                if check_deadlock and not _call("is_terminal(state)", model.is_terminal, s):
+                if check_deadlock and not model_call("is_terminal(state)", model.is_terminal, s):
                     found = Found(walk, DEADLOCK, "deadlock", init, trail,
                                   "no action is enabled in the last state and model.is_terminal() is False")
                 break
@@ -240,7 +241,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
                 for a in acts:
                     kind = a[0]
                     if kind not in budgets:
-                        budgets[kind] = None if _call("fair(action)", fair, a) else swarm_budget(seed, walk, kind)
+                        budgets[kind] = None if model_call("fair(action)", fair, a) else swarm_budget(seed, walk, kind)
                     b = budgets[kind]
                     if b is None or used.get(kind, 0) < b:
                         who = (kind, a[1][0][1]) if a[1] else (kind, None)
@@ -259,7 +260,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
                         break
             else:
                 a = acts[rng.randrange(len(acts))]
-            t = _call(f"next_state(state, {a})", model.next_state, s, a)
+            t = model_call(f"next_state(state, {a})", model.next_state, s, a)
             kind = a[0]
             used[kind] = used.get(kind, 0) + 1
             counts[kind] = counts.get(kind, 0) + 1
@@ -267,7 +268,7 @@ def run_walks(model: Model, props: Sequence[Property], seed: int, indices: Seque
             depth += 1
             out.steps += 1
             for p in step_checks:
-                if not _call(f"the predicate of step property {p.name!r}", p.predicate, s, a, t):
+                if not model_call(f"the predicate of step property {p.name!r}", p.predicate, s, a, t):
                     found = Found(walk, p.name, ALWAYS, init, trail, f"{p.name} is broken by the last step, {a}")
                     break
             if found is None:
@@ -368,7 +369,7 @@ def shrink(model: Model, props: Sequence[Property], name: str, init: State,
     def fails(cand: list[Action]) -> list[Action] | None:
         nonlocal replays
         replays += 1
-        at = _call("replaying a shrink candidate", _failure_at, model, prop, name, init, cand)
+        at = model_call("replaying a shrink candidate", _failure_at, model, prop, name, init, cand)
         return None if at is None else cand[:at]
 
     cur = fails(list(actions))
@@ -391,7 +392,7 @@ def shrink(model: Model, props: Sequence[Property], name: str, init: State,
             size //= 2
         else:
             size = min(size, max(1, len(cur) // 2))
-    shorter = _call("searching for a shorter violation", _bfs_shorter, model, prop, name, init, len(cur) - 1,
+    shorter = model_call("searching for a shorter violation", _bfs_shorter, model, prop, name, init, len(cur) - 1,
                     search_budget)
     if shorter is not None:
         cur = shorter
@@ -479,10 +480,14 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
 
 
 def finish(model: Model, props: Sequence[Property], seed: int, total: Walk, seconds: float, shrinking: bool,
-           prog: Progress | None = None) -> SimulationResult:
-    """The result of the walks in ``total``: the first violation rebuilt and shrunk."""
+           prog: Progress | None = None, distinct: int | None = None) -> SimulationResult:
+    """The result of the walks in ``total``: the first violation rebuilt and shrunk.
+    ``distinct`` replaces the count of ``total.fingerprints`` (a stateful search
+    keeps its own visited set)."""
+    if distinct is None:
+        distinct = len(total.fingerprints)
     if prog is not None:
-        prog.maybe(total.walks, total.steps, len(total.fingerprints), total.deepest, force=True)
+        prog.maybe(total.walks, total.steps, distinct, total.deepest, force=True)
     violations: list[Violation] = []
     replays = 0
     found_length = None
@@ -491,6 +496,6 @@ def finish(model: Model, props: Sequence[Property], seed: int, total: Walk, seco
         v, replays = violation_of(model, props, total.found, shrinking=shrinking)
         violations.append(v)
     return SimulationResult(VIOLATED if violations else BOUNDED, violations, total.walks, total.steps,
-                            len(total.fingerprints), total.deepest, seconds, dict(total.action_counts),
+                            distinct, total.deepest, seconds, dict(total.action_counts),
                             dict(total.witnesses), seed, total.found.walk if total.found else None,
                             found_length, replays)

@@ -7,6 +7,8 @@ every property on every visited state, and stops at the first violation, which i
 shrunk and saved as an ordinary trace (``kmc replay`` and ``kmc conform`` take
 it).  The same ``--seed`` and ``--walks`` give the same counterexample on every
 run and on both engines; ``--time-limit`` stops earlier, after a whole walk.
+``--stateful`` makes each walk a randomized depth-first search and lets all walks
+share one visited set (checker.stateful; local engine only).
 Exit 0: no violation found (a simulation proves nothing: the verdict says how
 much was seen); 1: a violation, trace saved; 2: bad input; 3: the model broke its
 contract.
@@ -26,6 +28,7 @@ from checker.errors import UsageError
 
 def register(sub: Any, fmt: Any) -> None:
     from checker.simulate import DEFAULT_MAX_STEPS, DEFAULT_WALKS
+    from checker.stateful import DEFAULT_WALK_STATES
 
     p = sub.add_parser(
         "simulate", help="swarm simulation: random walks that check every property, for configurations too "
@@ -47,13 +50,19 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; Deadlock names the deadlock check)")
     p.add_argument("--seed", metavar="N", type=nonneg, default=0, help="random seed (default 0)")
-    p.add_argument("--walks", metavar="N", type=positive, default=DEFAULT_WALKS,
-                   help=f"walks to run, at most (default {DEFAULT_WALKS})")
+    p.add_argument("--walks", metavar="N", type=positive,
+                   help=f"walks to run, at most (default {DEFAULT_WALKS}; with --stateful, no limit)")
     p.add_argument("--max-steps", metavar="N", type=positive, default=DEFAULT_MAX_STEPS,
                    help=f"steps per walk, at most (default {DEFAULT_MAX_STEPS})")
     p.add_argument("--time-limit", metavar="SECONDS", type=positive,
                    help="stop after the walk that ends past this many seconds (the counts then vary from run "
                         "to run; a violation found is still the one the seed gives)")
+    p.add_argument("--stateful", action="store_true",
+                   help="stateful swarm search: each walk is a randomized depth-first search, and all walks share "
+                        "one set of visited states (local engine only; see docs/reductions.md)")
+    p.add_argument("--walk-states", metavar="N", type=positive,
+                   help="with --stateful: new distinct states a walk finds before the next walk starts "
+                        f"(default {DEFAULT_WALK_STATES})")
     p.add_argument("--no-swarm", action="store_true",
                    help="plain uniform random walks: every enabled action equally likely, no budgets")
     p.add_argument("--no-shrink", action="store_true", help="save the violating walk as found, unshrunk")
@@ -95,6 +104,8 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     from checker.config import load_config_file, parse_set, resolve
     from checker.invariants import load_all
     from checker.result import VIOLATED
+    from checker.simulate import DEFAULT_WALKS
+    from checker.stateful import DEFAULT_WALK_STATES
     from checker.trace import write_trace
 
     out: TextIO = sys.stderr if args.json else sys.stdout
@@ -105,6 +116,13 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     if engine == "local" and (args.spark_master or args.spark_partitions):
         flag = "--spark-master" if args.spark_master else "--spark-partitions"
         raise UsageError(f"{flag} needs the Spark engine; use --engine spark, or drop {flag}")
+    if args.stateful and engine == "spark":
+        raise UsageError("--stateful runs on the local engine only: its walks share one set of visited states, "
+                         "so they cannot run apart on Spark partitions; use --engine local, or drop --stateful")
+    if args.walk_states is not None and not args.stateful:
+        raise UsageError("--walk-states needs --stateful; add --stateful, or drop --walk-states")
+    if args.walks is None and not args.stateful:
+        args.walks = DEFAULT_WALKS
     family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
@@ -116,15 +134,22 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         print(f"kmc simulate: model {model.name} {model.version} (family {family_ref}), preset {preset}"
               f"{' with overrides' if custom else ''}", file=out)
         print(config_text("config: ", config), file=out)
-        print(f"seed {args.seed}, at most {args.walks} walks of at most {args.max_steps} steps"
+        walks = f"at most {args.walks}" if args.walks is not None else "any number of"
+        what = "uniform" if args.no_swarm else "swarm"
+        what = (f"stateful {what} search, {args.walk_states or DEFAULT_WALK_STATES} new states a walk"
+                if args.stateful else f"{what} walks")
+        print(f"seed {args.seed}, {walks} walks of at most {args.max_steps} steps"
               f"{f', at most {args.time_limit} s' if args.time_limit else ''}; "
-              f"{'uniform walks' if args.no_swarm else 'swarm walks'}; {len(props)} properties; deadlock check "
+              f"{what}; {len(props)} properties; deadlock check "
               f"{'on' if check_deadlock else 'off'}; engine {engine}", file=out)
         out.flush()
     kw = dict(properties=props, seed=args.seed, walks=args.walks, max_steps=args.max_steps,
               swarm=not args.no_swarm, check_deadlock=check_deadlock, time_limit=args.time_limit,
               shrinking=not args.no_shrink, progress=None if args.quiet else sys.stderr)
-    if engine == "spark":
+    if args.stateful:
+        from checker.stateful import search
+        r = search(model, walk_states=args.walk_states or DEFAULT_WALK_STATES, **kw)
+    elif engine == "spark":
         try:
             from checker.spark.simulate import simulate as spark_simulate
         except ImportError as e:
@@ -135,7 +160,8 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         from checker.simulate import simulate
         r = simulate(model, **kw)
 
-    print(f"walks: {r.walks}  steps: {r.steps}  distinct states: {r.distinct}  deepest: {r.deepest}", file=out)
+    print(f"walks: {r.walks}  steps: {r.steps}  distinct states: {r.distinct}  deepest: {r.deepest}"
+          f"{'  (every reachable state within --max-steps visited)' if r.exhausted else ''}", file=out)
     print(f"time: {r.seconds:.2f} s  ({r.walks / r.seconds if r.seconds > 0 else 0:,.0f} walks/s)", file=out)
     for name, depth in sorted(r.witnesses.items()):
         print(f"witness {name}: {'reached at depth ' + str(depth) if depth is not None else 'not reached'}",
@@ -152,7 +178,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         label = f"{preset}-custom" if custom else preset
         try:
             path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
-                               violation=v, engine=f"simulate-{engine}", command=command, properties=props,
+                               violation=v, engine=f"simulate-{'stateful' if args.stateful else engine}", command=command, properties=props,
                                invariants=args.invariants or [], label=label)
         except OSError as e:
             raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
