@@ -72,7 +72,7 @@ def test_step_property_deadlock_and_max_steps():
 def test_walks_and_time_limit_cut_it_short():
     r = search(Grid(30), seed=0, walk_states=10, walks=4)
     assert r.walks == 4 and r.distinct == 40 and not r.exhausted
-    t = search(Grid(300), seed=0, time_limit=0.05)
+    t = search(Grid(2000), seed=0, max_steps=10_000, walks=1000, time_limit=0.05)   # 4 million states
     assert t.verdict == "bounded" and not t.exhausted
 
 
