@@ -74,6 +74,13 @@ def test_kmc_check_rejects_a_bad_time_limit(tmp_path):
 
 
 
+def _interruptible() -> None:
+    # A suite started in the background by a non-interactive shell inherits SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler: give the child
+    # the default disposition, as a terminal's foreground job has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
     # Grid(1000) alone can finish in a few seconds, before a loaded machine delivers
     # the signal; a property that sleeps 0.2 ms a state makes the search take minutes.
@@ -82,7 +89,7 @@ def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
     args = [*BIG, "--invariants", str(inv), "--traces-dir", str(tmp_path)]
     proc = subprocess.Popen([sys.executable, "-m", "checker", "check", *args],
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_interruptible)
     try:
         first = proc.stderr.readline()               # a progress line: the search is under way
         assert first.startswith("progress: "), first + proc.stderr.read()
