@@ -9,6 +9,8 @@ it).  The same ``--seed`` and ``--walks`` give the same counterexample on every
 run and on both engines; ``--time-limit`` stops earlier, after a whole walk.
 ``--stateful`` makes each walk a randomized depth-first search and lets all walks
 share one visited set (checker.stateful; local engine only).
+``--random-priority`` runs one search with a visited set whose frontier is taken in
+a random order fixed by the seed (checker.randompriority; local engine only).
 Exit 0: no violation found (a simulation proves nothing: the verdict says how
 much was seen); 1: a violation, trace saved; 2: bad input; 3: the model broke its
 contract.
@@ -60,6 +62,9 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--stateful", action="store_true",
                    help="stateful swarm search: each walk is a randomized depth-first search, and all walks share "
                         "one set of visited states (local engine only; see docs/reductions.md)")
+    p.add_argument("--random-priority", action="store_true",
+                   help="random-priority search: one search that keeps every state seen and expands its frontier "
+                        "in a random order fixed by --seed (local engine only; see docs/reductions.md)")
     p.add_argument("--walk-states", metavar="N", type=positive,
                    help="with --stateful: new distinct states a walk finds before the next walk starts "
                         f"(default {DEFAULT_WALK_STATES})")
@@ -119,9 +124,18 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     if args.stateful and engine == "spark":
         raise UsageError("--stateful runs on the local engine only: its walks share one set of visited states, "
                          "so they cannot run apart on Spark partitions; use --engine local, or drop --stateful")
+    if args.random_priority:
+        for flag, given in (("--stateful", args.stateful), ("--walks", args.walks is not None),
+                            ("--no-swarm", args.no_swarm), ("--walk-states", args.walk_states is not None)):
+            if given:
+                raise UsageError(f"--random-priority is one search with no walks or swarm draws, so {flag} has no "
+                                 f"meaning with it; drop {flag} (--time-limit bounds the search)")
+        if engine == "spark":
+            raise UsageError("--random-priority runs on the local engine only: it is one search with one frontier, "
+                             "not independent walks; use --engine local, or drop --random-priority")
     if args.walk_states is not None and not args.stateful:
         raise UsageError("--walk-states needs --stateful; add --stateful, or drop --walk-states")
-    if args.walks is None and not args.stateful:
+    if args.walks is None and not args.stateful and not args.random_priority:
         args.walks = DEFAULT_WALKS
     family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     preset, config = resolve_config(args, family, file_cfg)
@@ -138,7 +152,10 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         what = "uniform" if args.no_swarm else "swarm"
         what = (f"stateful {what} search, {args.walk_states or DEFAULT_WALK_STATES} new states a walk"
                 if args.stateful else f"{what} walks")
-        print(f"seed {args.seed}, {walks} walks of at most {args.max_steps} steps"
+        shape = f"{walks} walks of at most {args.max_steps} steps"
+        if args.random_priority:
+            what, shape = "random-priority search", f"one search to depth {args.max_steps}"
+        print(f"seed {args.seed}, {shape}"
               f"{f', at most {args.time_limit} s' if args.time_limit else ''}; "
               f"{what}; {len(props)} properties; deadlock check "
               f"{'on' if check_deadlock else 'off'}; engine {engine}", file=out)
@@ -149,6 +166,10 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     if args.stateful:
         from checker.stateful import search
         r = search(model, walk_states=args.walk_states or DEFAULT_WALK_STATES, **kw)
+    elif args.random_priority:
+        from checker.randompriority import search as rp_search
+        del kw["walks"], kw["swarm"]
+        r = rp_search(model, **kw)
     elif engine == "spark":
         try:
             from checker.spark.simulate import simulate as spark_simulate
@@ -166,6 +187,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     for name, depth in sorted(r.witnesses.items()):
         print(f"witness {name}: {'reached at depth ' + str(depth) if depth is not None else 'not reached'}",
               file=out)
+    mode = "stateful" if args.stateful else "random-priority" if args.random_priority else engine
     trace_path = None
     rationale = {p.name: p for p in props}
     for v in r.violations:
@@ -178,7 +200,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         label = f"{preset}-custom" if custom else preset
         try:
             path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
-                               violation=v, engine=f"simulate-{'stateful' if args.stateful else engine}", command=command, properties=props,
+                               violation=v, engine=f"simulate-{mode}", command=command, properties=props,
                                invariants=args.invariants or [], label=label)
         except OSError as e:
             raise UsageError(f"cannot write a trace to '{args.traces_dir}': {e.strerror or e}; "
