@@ -46,6 +46,7 @@ COMMANDS: dict[str, Entry] = {
     "make test": Entry("never", why="it is the whole suite, this test included; CI runs it"),
     "kmc cluster --brokers 3 --faults kill,stop --seconds 60": Entry(
         "never", why="a minute of a real cluster; tests/test_trace_validation.py runs a bounded kmc cluster"),
+    "kmc simulate --random-priority --preset data-hw --seed 0 --quiet": Entry("fast", status=1),
     "kmc check --preset tiny": Entry("fast"),
     ZOMBIE: Entry("fast", status=1),
     "kmc replay traces/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast", needs=(ZOMBIE,)),
