@@ -195,13 +195,15 @@ def main() -> None:
     ap.add_argument("--no-before", action="store_true", help="skip the 'before' runs")
     ap.add_argument("--spark-before", action="store_true", help="also run the 'before' checker on Spark")
     ap.add_argument("--spark-only", action="store_true", help="only the Spark table")
+    ap.add_argument("--spark-fingerprint", action="store_true",
+                    help="also run local[2] with states placed by fingerprint (the model's partition_key ignored)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
     old = None if args.no_before else checker_at(args.before, tmp)
     new_env, old_env = env_with(None), env_with(old)
 
     if args.spark_only:
-        spark_table(args.presets, new_env, old_env if args.spark_before and old else None)
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint)
         return
     print(f"# before = checker/ of {args.before}; after = this tree; {load()}")
     print()
@@ -240,7 +242,7 @@ def main() -> None:
     print(f"\n({load()})\n")
 
     if args.spark:
-        spark_table(args.presets, new_env, old_env if args.spark_before and old else None)
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint)
 
 
 # Runs in a subprocess: one safety search (no eventually property: kmc check explores
@@ -252,6 +254,8 @@ from checker.config import resolve
 from spec.family import FAMILY
 preset, sets, engine = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 m = FAMILY.build(resolve(FAMILY, preset, sets))
+if sys.argv[5:] == ["fingerprint"]:
+    m.partition_key = None     # Spark places states by fingerprint, as for a model without the hook
 props = [p for p in m.properties() if p.kind != "eventually"]
 if engine == "local":
     r = bfs.check(m, properties=props)
@@ -263,6 +267,14 @@ else:
     extra = {"startup": e.get("startup_seconds"), "levels": len(e.get("levels", [])),
              "driver_levels": e.get("driver_levels", 0), "executor_cpu": e.get("executor_cpu_seconds"),
              "shipped": sum(lv.get("shipped", 0) for lv in e.get("levels", []))}
+    # Load balance over the Spark levels: the busiest partition's task CPU against the
+    # mean (a level waits for its slowest task), and its share of the frontiers.
+    spark_levels = [lv for lv in e.get("levels", []) if lv.get("part_cpu")]
+    top = sum(max(lv["part_cpu"]) for lv in spark_levels)
+    mean = sum(sum(lv["part_cpu"]) / len(lv["part_cpu"]) for lv in spark_levels)
+    front = [sum(col) for col in zip(*[lv["part_frontier"] for lv in spark_levels])] or [0]
+    extra["balance_cpu"] = top / mean if mean else 1.0
+    extra["balance_states"] = max(front) / (sum(front) / len(front)) if sum(front) else 1.0
 import checker
 print(json.dumps({"distinct": r.stats.distinct, "generated": r.stats.generated, "depth": r.stats.depth,
                   "verdict": r.verdict, "seconds": r.stats.seconds, "checker": checker.__file__, **extra}))
@@ -279,9 +291,9 @@ def config_of(spec: str) -> tuple[str, dict]:
     return preset, sets
 
 
-def engine_run(spec: str, env: dict, engine: str, parts: int = 0) -> tuple[dict, float, float]:
+def engine_run(spec: str, env: dict, engine: str, parts: int = 0, placement: str = "model") -> tuple[dict, float, float]:
     preset, sets = config_of(spec)
-    cmd = [sys.executable, "-c", ENGINE, preset, json.dumps(sets), engine, str(parts)]
+    cmd = [sys.executable, "-c", ENGINE, preset, json.dumps(sets), engine, str(parts), placement]
     p, cpu, wall = run_tree(cmd, env)
     if p.returncode:
         sys.exit(f"benchmark: {spec} on {engine} failed (exit {p.returncode}): {p.stderr.strip()[-600:]}")
@@ -294,11 +306,18 @@ def engine_run(spec: str, env: dict, engine: str, parts: int = 0) -> tuple[dict,
     return d, cpu, wall
 
 
-def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
+def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: bool = False) -> None:
     """Spark local[1] (1 partition) and local[2] (2 partitions) against the local
-    engine on the same safety search: CPU seconds of the whole process tree."""
+    engine on the same safety search: CPU seconds of the whole process tree.
+    ``fingerprint``: also local[2] with states placed by fingerprint (the model's
+    ``partition_key`` ignored), in the same run."""
+    runs = [("local[1]", 1, "model"), ("local[2]", 2, "model")] + ([("local[2]", 2, "fingerprint")] if fingerprint else [])
     cols = ["configuration", "distinct", "depth", "local CPU s", "local[1] tree CPU s (JVM)", "local[1] / local",
-            "local[2] tree CPU s (JVM)", "local[2] / local", "levels (on the driver)", "shipped / distinct (1; 2)"]
+            "local[2] tree CPU s (JVM)", "local[2] / local"]
+    if fingerprint:
+        cols += ["local[2] by fingerprint tree CPU s (JVM)", "local[2] by fingerprint / local"]
+    cols += ["levels (on the driver)", "shipped / distinct (" + "; ".join(
+        f"{m[6:-1]}{'' if pl == 'model' else ' fp'}" for m, _, pl in runs) + ")"]
     if before:
         cols += ["before: local[1] / local", "before: local[2] / local"]
     print(f"# Spark against the local engine, whole process tree CPU; {load()}")
@@ -309,16 +328,19 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
         loc, lcpu, _ = engine_run(spec, env, "local")
         row = [f"`{spec}`", f"{loc['distinct']:,}", str(loc["depth"]), f"{lcpu:.1f}"]
         ship, lev = [], ""
-        for master, parts in (("local[1]", 1), ("local[2]", 2)):
-            d, cpu, _ = engine_run(spec, env, master, parts)
+        for master, parts, placement in runs:
+            d, cpu, _ = engine_run(spec, env, master, parts, placement)
             if (d["distinct"], d["generated"], d["depth"], d["verdict"]) != \
                     (loc["distinct"], loc["generated"], loc["depth"], loc["verdict"]):
                 sys.exit(f"benchmark: {spec}: Spark {master} disagrees with the local engine: {d} vs {loc}")
             row += [f"{cpu:.1f} ({d['jvm']:.1f})", f"{cpu / lcpu:.2f}"]
-            split.append(f"| `{spec}` | {master} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
-                         f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | {d['startup']:.1f} |")
+            name = master if placement == "model" else f"{master} by fingerprint"
+            split.append(f"| `{spec}` | {name} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
+                         f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | {d['startup']:.1f} | "
+                         f"{d['balance_cpu']:.2f}; {d['balance_states']:.2f} |")
             ship.append(f"{d['shipped'] / max(1, d['distinct']):.2f}")
             lev = f"{d['levels']} ({d['driver_levels']})"
+            print(f"({spec} {name}: {cpu:.1f} CPU s, {load()})", file=sys.stderr, flush=True)
         row += [lev, "; ".join(ship)]
         if before:
             for master, parts in (("local[1]", 1), ("local[2]", 2)):
@@ -328,12 +350,13 @@ def spark_table(specs: list[str], env: dict, before: dict | None) -> None:
     print(f"\n({load()}; tree CPU = the driver, the JVM (in brackets, sampled from /proc) and the Python "
           f"workers, JVM start-up included; the same safety properties on every engine)")
     print("\n| configuration | master | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s (processes) | "
-          "in the tasks CPU s | start-up wall s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          "in the tasks CPU s | start-up wall s | balance: CPU; states |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(split))
     print("\n(driver: the Python process that runs the search; workers: every other non-JVM process of the "
           "tree (pyspark.daemon and its workers); in the tasks: the CPU the expand and merge tasks measure "
-          "themselves)")
+          "themselves; balance: over the Spark levels, the busiest partition's task CPU against the mean "
+          "partition's, and the largest partition's share of the frontiers against the mean (1.00: even))")
 
 
 if __name__ == "__main__":

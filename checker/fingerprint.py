@@ -43,6 +43,40 @@ def fingerprint_fn(model: Any) -> Callable[[Any], int]:
     return fp
 
 
+def placement_fn(model: Any) -> Callable[[Any], int] | None:
+    """The placement hash of ``model``'s states (``Model.partition_key``), or None
+    when the model has no such hook: ``blake2b(repr(partition_key(state)))`` read as
+    an unsigned 63-bit integer, so that it is the same in every process whatever
+    ``PYTHONHASHSEED`` is.  A state lives on partition ``hash % n``.
+
+    The key is usually a part of the state that most actions leave as it is (the
+    very same object in the successor), so the hash is remembered by the key's
+    identity: the cache holds the key itself, so an identity is never reused while
+    it is in the cache.  A key that raises is a ModelError naming the hook."""
+    key = getattr(model, "partition_key", None)
+    if not callable(key):
+        return None
+    cache: dict[int, tuple[Any, int]] = {}
+    get = cache.get
+    limit = 1 << 16
+
+    def place(state: Any, _b=_blake2b, _f=int.from_bytes, _r=repr) -> int:
+        try:
+            k = key(state)
+        except Exception as e:  # noqa: BLE001 - model code
+            raise ModelError(f"model error: partition_key(state) raised {type(e).__name__}: {e}; fix the "
+                             f"model's partition_key (it only places states on Spark partitions)") from e
+        hit = get(id(k))
+        if hit is not None and hit[0] is k:
+            return hit[1]
+        h = _f(_b(_r(k).encode(), digest_size=8).digest(), "little") >> 1
+        if len(cache) >= limit:
+            cache.clear()
+        cache[id(k)] = (k, h)
+        return h
+    return place
+
+
 def fingerprint_bytes(data: bytes) -> int:
     """The fingerprint of an already-encoded state."""
     return int.from_bytes(_blake2b(data, digest_size=8).digest(), "little", signed=True)

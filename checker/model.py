@@ -166,6 +166,19 @@ class Model:
     to one of the last ~10^5 it encoded by hashing it, several times cheaper than
     ``repr`` (:mod:`checker.search`).  Counts and verdicts do not change."""
 
+    partition_key: Callable[[State], Any] | None = None
+    """Optional: ``partition_key(state)``, the part of a state that places it on a
+    Spark partition.  By default (None) the Spark engine places a state by its
+    fingerprint, so half of all successors (on two partitions) belong to another
+    partition than their parent: each is shipped, and one reached from two
+    partitions in a level is encoded, checked and shipped twice.  A model that
+    names a part of its state that most actions leave unchanged (a method
+    returning, e.g., ``state.zk``) keeps most successors in their parent's
+    partition.  The key must be a plain value like a state (tuples, ints, bools,
+    str, None) and should take many values, or one partition gets most states.
+    Only placement changes: counts, depths, verdicts and counterexamples are the
+    same; the local engine never calls it.  (See docs/spark.md.)"""
+
     def init_states(self) -> Iterable[State]:
         raise NotImplementedError
 

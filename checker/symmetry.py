@@ -142,6 +142,8 @@ class Reduced(Model):
         # value (most successors were met before; each costs a permutation per element).
         self.equal_states_encode_equally = getattr(model, "equal_states_encode_equally", False)
         self._memo: dict | None = {} if self.equal_states_encode_equally else None
+        # Representatives are the model's states: its Spark placement applies to them.
+        self.partition_key = getattr(model, "partition_key", None)
 
     def canonical(self, s: State) -> State:
         return self.sym.canonical(s, self._encode)

@@ -100,3 +100,55 @@ def test_validate_rejects_with_type_and_path(bad, kind, path):
 def test_validate_reports_the_first_offender_in_order():
     with pytest.raises(ModelError, match=r"^state\[1\] is a list"):
         validate_state((0, [1], {2}))
+
+
+# -- placement (Model.partition_key): where the Spark engine keeps a state -----------------
+
+class Keyed(Model):
+    def partition_key(self, state):
+        return state[0]
+
+
+PLACE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from checker.fingerprint import placement_fn
+from tests.test_fingerprint import Keyed
+place = placement_fn(Keyed())
+print(json.dumps([place((k, i)) for i in range(3) for k in ("zk", "brokers", ("a", 1), 7, None)]))
+"""
+
+
+def test_placement_is_the_same_whatever_the_hash_seed():
+    """Placement must agree between the driver and every executor process: it hashes
+    repr(key) with blake2b, never hash(), whose str hashes PYTHONHASHSEED changes."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", PLACE, root], capture_output=True, text=True, check=True,
+                                      env=dict(os.environ, PYTHONHASHSEED=seed)).stdout) for seed in ("1", "2")]
+    assert runs[0] == runs[1]
+    assert len(set(runs[0])) == 5 and all(0 <= h < 1 << 63 for h in runs[0])
+    h = int.from_bytes(hashlib.blake2b(b"'zk'", digest_size=8).digest(), "little") >> 1
+    assert runs[0][0] == h
+
+
+def test_placement_depends_on_the_key_only_and_is_optional():
+    from checker.fingerprint import placement_fn
+
+    assert placement_fn(Plain()) is None      # no hook: states are placed by fingerprint
+    place = placement_fn(Keyed())
+    key = ("zk", (1, 2))
+    assert place((key, 1)) == place((key, 2)) == place((("zk", (1, 2)), 3))   # by value, cached by identity
+    assert place((("zk", (1, 3)), 1)) != place((key, 1))
+
+
+def test_a_raising_partition_key_names_the_hook():
+    from checker.fingerprint import placement_fn
+
+    with pytest.raises(ModelError, match=r"^model error: partition_key\(state\) raised IndexError: .*; fix the model"):
+        placement_fn(Keyed())(())

@@ -25,7 +25,7 @@ from checker.search import Settings
 from checker.spark import check
 from tests.spark_support import same, spark_module, summary
 from tests.test_bfs import Flaky, SetActions
-from tests.toys import Chain, DieHard, Glitch, Graph, Grid, Raising, SetState, Unbounded, Vacuous
+from tests.toys import Chain, DieHard, Glitch, Graph, Grid, PlacedGraph, Raising, SetState, Unbounded, Vacuous
 
 pytestmark = pytest.mark.spark
 
@@ -171,10 +171,22 @@ def random_graph(rng: random.Random) -> tuple[Graph, dict]:
     return Graph(edges, init=init, bad=bad, terminal=terminal, witness=rng.choice(nodes)), kwargs
 
 
+def placed(seed: int, g: Graph) -> Graph:
+    """Every other seed: the same graph with its states placed by a model-chosen key
+    (Model.partition_key) from one to three values, so one partition may hold all."""
+    if seed % 2 == 0:
+        return g
+    rng = random.Random(1000 + seed)
+    keys = [("zk", i) for i in range(rng.choice([1, 2, 3]))]
+    place = {s: rng.choice(keys) for s in g.edges}
+    return PlacedGraph(g.edges, place, init=g.init, bad=g.bad, terminal=g.terminal, witness=g.witness)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_graphs(sc, seed):
     rng = random.Random(seed)
     model, kwargs = random_graph(rng)
+    model = placed(seed, model)
     kwargs["properties"] = list(model.properties()) + [
         always("StepNotBack", lambda s, a, t: a.name != "C" or t >= s, step=True)]
     # chunk: 1 and 2 put a task's successors in many pickled chunks, some of them
@@ -185,6 +197,48 @@ def test_random_graphs(sc, seed):
 def test_partition_count_changes_nothing(sc):
     results = [summary(spark_check(DieHard(solve=True), sc=sc, partitions=p, keep_going=True)) for p in (1, 3)]
     assert results[0] == results[1] == summary(bfs.check(DieHard(solve=True), keep_going=True))
+
+
+def test_placement_by_partition_key(sc):
+    """A model that places its states (Model.partition_key) gets the local engine's
+    answers, counterexamples included; the driver hands levels over and takes them
+    back with the partitions' placement (driver_states=3: Grid's levels 0-2 on the
+    driver, then every level on the partitions until the last three)."""
+    local = bfs.check(PlacedGrid(6, 9))
+    for parts, driver in ((2, 0), (3, 3)):
+        r = spark_check(PlacedGrid(6, 9), sc=sc, partitions=parts, driver_states=driver)
+        assert summary(r) == summary(local)
+        frontiers = [lv["part_frontier"] for lv in r.engine["levels"] if not lv.get("driver")]
+        # x = key: the level x + y = d holds one state per x, spread over the partitions
+        assert all(len(f) == parts for f in frontiers) and sum(map(sum, frontiers)) > 0
+
+
+class PlacedGrid(Grid):
+    name = "placed-grid"
+
+    def partition_key(self, s):
+        return s.x
+
+
+class RaisingKey(Grid):
+    def partition_key(self, s):
+        if s.x + s.y >= 4:
+            raise KeyError("zk")
+        return s.x
+
+
+class SetKey(Grid):
+    def partition_key(self, s):
+        return frozenset([s.x])
+
+
+def test_a_bad_partition_key_is_a_model_error(sc):
+    with pytest.raises(ModelError, match=r"partition_key\(state\) raised KeyError: 'zk'; fix the model"):
+        spark_check(RaisingKey(4), sc=sc, driver_states=2000)      # on the driver's levels
+    with pytest.raises(ModelError, match=r"^model error: partition_key\(state\) raised KeyError: 'zk'; fix"):
+        spark_check(RaisingKey(4), sc=sc)     # in a task
+    with pytest.raises(ModelError, match=r"partition_key\(state\) is a frozenset"):
+        spark_check(SetKey(2), sc=sc)
 
 
 # -- model errors: the same messages, the model's exception chained ---------------------------
@@ -305,7 +359,7 @@ def test_random_graphs_with_driver_levels(sc, seed):
     corner of the random graphs."""
     rng = random.Random(seed)
     model, kwargs = random_graph(rng)
-    same(model, sc, driver_states=1 + seed % 2, **kwargs)
+    same(placed(seed // 2, model), sc, driver_states=1 + seed % 2, **kwargs)
 
 
 def test_the_time_limit_stops_after_a_whole_level(sc):

@@ -293,6 +293,21 @@ class Graph(Model):
         return props
 
 
+class PlacedGraph(Graph):
+    """A Graph whose states the Spark engine places by ``place[state]``
+    (Model.partition_key; a state not in ``place`` has the key ``""``): a few keys
+    put most states on one partition, one key all of them."""
+
+    name, version = "placed-graph", "1"
+
+    def __init__(self, edges: Mapping[str, list], place: Mapping[str, Any], **kw):
+        super().__init__(edges, **kw)
+        self.place = dict(place)
+
+    def partition_key(self, s):
+        return self.place.get(s, "")
+
+
 class SetState(Model):
     """Breaks the contract: its successor state holds a frozenset."""
 

@@ -7,7 +7,8 @@ and the same shortest counterexample (the same action sequence), whatever the
 number of partitions or executors.  How:
 
 - Partition ``p`` owns the states whose fingerprint is ``p`` modulo the number of
-  partitions (our own partitioner; PySpark's portable_hash is never used).  Its
+  partitions (our own partitioner; PySpark's portable_hash is never used), or,
+  for a model with a ``partition_key``, whose key's hash is (``_Places``).  Its
   visited set and parent links are numpy arrays kept in Spark's block manager (18
   bytes per state), with the frontier of the current level (see
   ``checker.spark.tasks`` for the layout).
@@ -59,10 +60,10 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn
+from checker.fingerprint import fingerprint_fn, placement_fn, validate_state
 from checker.model import Model, Property
 from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
-from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, unreached_witnesses
+from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, Visitor, unreached_witnesses
 from checker.spark.counters import Counters
 from checker.spark.events import LevelEvents, dead_record
 from checker.spark.handoff import part_records, take_back
@@ -144,6 +145,21 @@ def check(
 # ---------------------------------------------------------------------------------
 
 
+class _Places(Visitor):
+    """The partition of every state the driver's search core stores, for a model
+    that places its states (``Model.partition_key``): the handoff needs it, and
+    the visited map keeps fingerprints only.  The key of each is checked to be a
+    plain value, as states are, so that its hash is the same in every process."""
+
+    def __init__(self, model: Model, place, n: int) -> None:
+        self.key, self.place, self.n = model.partition_key, place, n
+        self.of: dict[int, int] = {}
+
+    def state(self, fp: int, state: Any, depth: int, parent: int | None) -> None:
+        self.of[fp] = self.place(state) % self.n
+        validate_state(self.key(state), "partition_key(state)")
+
+
 class _Run(Counters):
     """One Spark search: the driver's loop over the levels, and its Spark jobs."""
 
@@ -165,10 +181,13 @@ class _Run(Counters):
         self.driver_states = DRIVER_STATES
         self.time_limit: float | None = None  # Settings.time_limit: looked at after each level
         self.chunk = CHUNK
+        self.place = placement_fn(model)   # None: states are placed by fingerprint
+        self.places: _Places | None = None
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
         self.level_cpu = (0.0, 0.0)
+        self.level_parts: tuple[list, list] = ([], [])
         self.shipped = 0
         self.frontier_bytes = 0
 
@@ -194,7 +213,7 @@ class _Run(Counters):
         self.startup = time.perf_counter() - t0
         self.n = partitions or (ckpt.partitions_of(sc, resume) if resume else None) or max(1, sc.defaultParallelism)
         self.token = uuid.uuid4().hex
-        self.jobs = Jobs(sc, self.n, sc.broadcast(payload))
+        self.jobs = Jobs(sc, self.n, sc.broadcast(payload), placed=self.place is not None)
         try:
             return self._execute(checkpoint, resume)
         finally:
@@ -264,6 +283,7 @@ class _Run(Counters):
         the visited set, the parent links and the order keys the core's run implies.
         A search that ends (or stops) within those levels is the core's own."""
         s = self.search
+        s.visitor = self._visitor()
         self.sample_left = SAMPLE_SIZE
         collecting = gc.isenabled()
         if collecting:
@@ -299,13 +319,13 @@ class _Run(Counters):
         ends (None) or a level is wide again (the partitions' new RDD).  The core
         visits the frontier in key order, i.e. in the local engine's order, so it
         meets every event where the local engine does."""
-        parts = [v for _, v in run_job(L.collect)]
+        parts = [v for _, v in sorted(run_job(L.collect), key=lambda r: r[0])]
         collecting = gc.isenabled()
         if collecting:
             gc.disable()
         try:
             visited, frontier = take_back(parts)
-            s = Search(self.model, self.props, self.search.settings)
+            s = Search(self.model, self.props, self.search.settings, visitor=self._visitor())
             s.visited = visited
             self.seed(s)
             try:
@@ -327,6 +347,12 @@ class _Run(Counters):
         self.frontier_size = 0
         return None
 
+    def _visitor(self) -> "_Places | None":
+        """What records the partition of every state the driver's core stores, when
+        the model places states itself (None otherwise)."""
+        self.places = None if self.place is None else _Places(self.model, self.place, self.n)
+        return self.places
+
     def _adopt(self, s: Search) -> None:
         """The driver's counters, and its levels, from the core's search ``s``."""
         self.adopt(s)
@@ -341,7 +367,7 @@ class _Run(Counters):
         next (``(fp, state)`` in BFS order): each partition's visited set and parent
         links, and its part of the frontier with the states' order keys (their paths
         of action indices, read back from the parent links)."""
-        records, v_all = part_records(visited, frontier, self.n)
+        records, v_all = part_records(visited, frontier, self.n, None if self.places is None else self.places.of)
         self.frontier_size = len(frontier)
         self.jobs.publish(v_all)
         return self.jobs.parts(records)
@@ -369,6 +395,8 @@ class _Run(Counters):
         L2, ex, mg, self.job_seconds = self.jobs.expand(L, params)
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
         self.level_cpu = (round(sum(e["cpu"] for e in ex), 3), round(sum(m["cpu"] for m in mg), 3))
+        # Load balance: each partition's frontier and its tasks' CPU seconds (expand + merge).
+        self.level_parts = ([e["frontier"] for e in ex], [round(e["cpu"] + m["cpu"], 3) for e, m in zip(ex, mg)])
         self.exec_cpu += sum(self.level_cpu)
         used = sum(max(0, params["sample"] - e["sample_left"]) for e in ex)
         new_total = sum(m["new"] for m in mg)
@@ -419,8 +447,10 @@ class _Run(Counters):
         secs = time.perf_counter() - t0
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
                             "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4),
-                            "task_cpu": self.level_cpu, "shipped": self.shipped})
+                            "task_cpu": self.level_cpu, "shipped": self.shipped,
+                            "part_frontier": self.level_parts[0], "part_cpu": self.level_parts[1]})
         self.shipped = 0
+        self.level_parts = ([], [])
         self.job_seconds = 0.0
         self.level_cpu = (0.0, 0.0)
         self._progress_line(d, frontier, new, self.distinct, secs)
@@ -546,6 +576,7 @@ class _Run(Counters):
             "properties": [p.name for p in self.props], "max_depth": self.max_depth,
             "max_states": self.max_states, "keep_going": self.keep_going,
             "check_deadlock": self.check_deadlock, "partitions": self.n,
+            **({"placement": "partition_key"} if self.place is not None else {}),
         }
 
     def _state(self) -> dict:

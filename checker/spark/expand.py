@@ -106,6 +106,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     ecounts = stats["enabled"]
     eget = ecounts.get
     name_ix: dict[str, int] = {}     # action name -> its index in this task's table (CAND name_ix)
+    place = ctx.place                # None: a state's partition is its fingerprint % n
+    n = params["n"]
     errors = stats["errors"]
     steps_failed = stats["steps"]
 
@@ -128,6 +130,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     c_state: list = []
     c_flags: list = []   # (candidate index, prop, outcome, message)
     c_name: list = []    # index in name_ix of the action that generated the candidate
+    c_dest: list = []    # the candidate's partition, when the model places states (place)
+    dest_append = c_dest.append
     fp_append, par_append, act_append = c_fp.append, c_par.append, c_act.append
     name_append = c_name.append
     name_get = name_ix.get
@@ -271,9 +275,11 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if ni is None:
                 ni = name_ix[name] = len(name_ix)
             name_append(ni)
+            if place is not None:
+                dest_append(place(t) % n)
     stats["gen"] = generated
     stats["sample_left"] = sample
-    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix)))
+    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix), c_dest if place else None))
 
 
 def _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, index, flags) -> None:
@@ -308,18 +314,19 @@ def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dic
 
 
 def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float, chunk: int):
-    """One CAND record per destination.  Successors that belong to this very
+    """One CAND record per destination (the successor's partition: its fingerprint
+    % n, or the model's placement, computed in _expand_states).  Successors that belong to this very
     partition and are in its visited set already are dropped here: they would be
     dropped on arrival, after being pickled and shipped for nothing."""
     if out:
-        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names = out[0]
+        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names, c_dest = out[0]
     else:
-        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names = [], [], [], [], [], [], [], ()
+        c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, names, c_dest = [], [], [], [], [], [], [], (), None
     fp = np.array(c_fp, dtype=np.int64)
     par = np.array(c_par, dtype=np.int64)
     act = np.array(c_act, dtype=np.uint16)
     nix = np.array(c_name, dtype=np.uint32)
-    dest = fp % n
+    dest = fp % n if c_dest is None else np.array(c_dest, dtype=np.int64)
     if len(v_fp) and len(fp):
         mine = dest == pid
         at = np.searchsorted(v_fp, fp)

@@ -27,11 +27,12 @@ class Visited(dict):
     """The search core's visited map when the driver takes a narrow level back
     from the partitions: what the core stores is in the dict, the partitions'
     states in sorted arrays under it (fingerprint, parent, action index; an
-    initial state is its own parent), read by binary search."""
+    initial state is its own parent), read by binary search; ``own``: the
+    partition each of them lived on (where the model places states itself)."""
 
-    def __init__(self, fp, par, act) -> None:
+    def __init__(self, fp, par, act, own=None) -> None:
         super().__init__()
-        self.fp, self.par, self.act = fp, par, act
+        self.fp, self.par, self.act, self.own = fp, par, act, own
 
     def _at(self, h: int) -> int:
         i = int(np.searchsorted(self.fp, h))
@@ -51,12 +52,15 @@ class Visited(dict):
         return dict.__len__(self) + len(self.fp)
 
 
-def part_records(visited: dict, frontier: list, n: int) -> tuple[list, np.ndarray]:
+def part_records(visited: dict, frontier: list, n: int, places: dict | None = None) -> tuple[list, np.ndarray]:
     """The ``n`` partitions' records (``(p, tasks.make_part(...))``) from the
     core's visited map and the level to expand next (``(fp, state)`` in BFS
     order): each partition's visited set and parent links, and its part of the
     frontier with the states' order keys (their paths of action indices, read
-    back from the parent links); and every visited fingerprint."""
+    back from the parent links); and every visited fingerprint.  A state's
+    partition is its fingerprint % n, or, where the model places states
+    (``Model.partition_key``), ``places[fp]`` for a state the core stored and
+    ``visited.own`` for one taken back from the partitions."""
     keys: dict[int, bytes] = {}
 
     def key(h: int) -> bytes:
@@ -76,14 +80,18 @@ def part_records(visited: dict, frontier: list, n: int) -> tuple[list, np.ndarra
     if count and int(a_all.max()) > tasks.MAX_INDEX:
         key(int(v_all[int(a_all.argmax())]))    # raises
     a_all = a_all.astype(np.uint16)
+    if places is None:
+        owner = v_all % n
+    else:
+        owner = np.fromiter((places[h] for h in visited.keys()), dtype=np.int64, count=count)
     if isinstance(visited, Visited):   # taken back: the partitions' states too
         v_all = np.concatenate([visited.fp, v_all])
         p_all = np.concatenate([visited.par, p_all])
         a_all = np.concatenate([visited.act, a_all])
-    owner = v_all % n
+        owner = np.concatenate([visited.fp % n if places is None else visited.own, owner])
     per: list[list] = [[] for _ in range(n)]
     for h, st in frontier:
-        per[h % n].append((h, key(h), st))
+        per[h % n if places is None else places[h]].append((h, key(h), st))
     records = []
     for p in range(n):
         mine = np.flatnonzero(owner == p)
@@ -97,11 +105,13 @@ def part_records(visited: dict, frontier: list, n: int) -> tuple[list, np.ndarra
 
 def take_back(parts: list) -> tuple[Visited, list]:
     """The visited map and the frontier (``(fp, state)`` in key order, i.e. in the
-    local engine's order) of the partitions' records ``parts``."""
+    local engine's order) of the partitions' records ``parts`` (partition 0, 1...:
+    ``Visited.own`` keeps which one held each state)."""
     v_fp = np.concatenate([p[1] for p in parts])
     order = np.argsort(v_fp, kind="stable")
+    own = np.concatenate([np.full(len(p[1]), i, dtype=np.int64) for i, p in enumerate(parts)])
     visited = Visited(v_fp[order], np.concatenate([p[2] for p in parts])[order],
-                      np.concatenate([p[3] for p in parts])[order])
+                      np.concatenate([p[3] for p in parts])[order], own[order])
     rows = []
     for p in parts:
         if len(p[4]):

@@ -32,10 +32,12 @@ def _sum_into(total: dict, part: dict) -> None:
 class Jobs:
     """The Spark jobs of one search on ``sc`` over ``n`` partitions, with the
     model's broadcast ``bc``; it owns what it broadcasts and persists
-    (``release``)."""
+    (``release``).  ``placed``: the model places states itself, so a state's
+    partition cannot be told from its fingerprint."""
 
-    def __init__(self, sc: Any, n: int, bc: Any) -> None:
+    def __init__(self, sc: Any, n: int, bc: Any, placed: bool = False) -> None:
         self.sc, self.n, self.bc = sc, n, bc
+        self.placed = placed           # the model places states (Model.partition_key), not fingerprint % n
         self.known_bcs: list = []      # the visited fingerprints, one broadcast per level (tasks.Context)
         self.rdds: list = []
 
@@ -175,6 +177,6 @@ class Jobs:
 
     def links(self, L, fps: set[int]) -> dict[int, tuple[int, int]]:
         """Parent links of ``fps``, read from the partitions that hold them."""
-        parts = sorted({fp % self.n for fp in fps})
+        parts = list(range(self.n)) if self.placed else sorted({fp % self.n for fp in fps})
         rows = self.sc.runJob(L, partial(tasks.lookup, frozenset(fps)), parts)
         return {fp: (par, act) for fp, par, act in rows}

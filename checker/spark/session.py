@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checker.errors import UsageError
+from checker.errors import ModelError, UsageError
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 _LOOPBACK = re.compile(r"^(local(\[.*\])?|local-cluster\[.*\]|spark://(127\.\d+\.\d+\.\d+|localhost)(:\d+)?(,.*)?)$")
@@ -523,6 +523,9 @@ def run_job(action: Any) -> Any:
         if why and ("ModuleNotFoundError" in why or "ImportError" in why):
             raise UsageError(f"a Spark executor could not import the model: {why}; the executors need the "
                              f"model's modules on their PYTHONPATH (kmc passes its own import path)") from None
+        if why and why.startswith("checker.errors.ModelError: "):
+            # model code the executors call outside the re-derived paths (Model.partition_key)
+            raise ModelError(why[len("checker.errors.ModelError: "):]) from None
         known = failure(e)      # a full disk, a dead executor: one line, the stack in the log
         if known is not None:
             raise known from None

@@ -9,7 +9,8 @@ by reference (the workers import ``checker``); the model itself travels once per
 run in a broadcast variable (see ``Context``).
 
 Data layout, one record per partition and per level, keyed by the partition
-number (a state's partition is ``fingerprint % n``):
+number (a state's partition is ``fingerprint % n``, or the hash of the model's
+``partition_key`` modulo n when it has one: checker.fingerprint.placement_fn):
 
 ``PART = (TAG_PART, v_fp, v_parent, v_act, f_fp, f_keys, f_blob, f_pos, blobs, f_name, f_names)``
     the partition's visited set, sorted by fingerprint, with its parent links
@@ -81,6 +82,7 @@ import numpy as np
 from pyspark.accumulators import AccumulatorParam
 
 from checker.errors import ModelError
+from checker.fingerprint import placement_fn
 from checker.model import Model
 from checker.search import Search, Settings
 
@@ -187,6 +189,8 @@ class Context:
         self.recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
         self.known: set[int] = set()
         self.known_ids: set[int] = set()
+        # Where a state lives: fingerprint % n, or the model's partition_key's hash % n.
+        self.place = placement_fn(model)
 
     def visited_before(self, published: tuple) -> set | None:
         """The fingerprints of every state visited before this level, as the driver
