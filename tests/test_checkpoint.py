@@ -183,3 +183,19 @@ def test_the_command_line_gives_one_line_and_exit_2(tmp_path):
     line = cli_support.one_line_error(cli_support.kmc(*args, "--resume", d),
                                       f"is corrupt: {newest / 'parts' / 'part-00001'} is truncated")
     assert "before it is intact: delete" in line
+
+
+class KeyedGrid(Grid):
+    """The same grid, its states placed by ``x`` (Model.partition_key)."""
+
+    def partition_key(self, s):
+        return s.x
+
+
+def test_a_checkpoint_placed_by_fingerprint_is_refused_to_a_model_that_places_by_key(sc, saved, tmp_path):
+    """The partitions of a checkpoint hold their states where its run placed them:
+    resuming with the other placement would look states up in the wrong partition."""
+    from checker.spark import check
+    d, _, _ = copy(saved, tmp_path)
+    with pytest.raises(UsageError, match=r"placement: checkpoint None, this run 'partition_key'"):
+        check(KeyedGrid(N), sc=sc, partitions=2, resume=str(d))
