@@ -37,8 +37,9 @@ class LeaderEpochCache:
     The answers to OffsetsForLeaderEpoch follow the version the broker runs: 0.11
     (``end_offset_for``), 2.0 and 2.1 (``epoch_and_end_offset_for``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kafka_2_1: bool = True) -> None:
         self.entries: list[tuple[int, int]] = []
+        self.kafka_2_1 = kafka_2_1
 
     @property
     def latest_epoch(self) -> int:
@@ -48,7 +49,13 @@ class LeaderEpochCache:
         """2.1's ``assign``: a new entry replaces every entry it conflicts with (a
         larger or equal epoch, or a start at or past its own).  Before 2.1 only
         appends assigned, always with an epoch at least the latest, where this is
-        0.11's rule (append if the epoch is newer)."""
+        0.11's rule (append if the epoch is newer).  Before 2.1 (0.11 and 2.0's
+        ``assign``) an epoch that is not newer than the latest adds nothing: a stale
+        leader's record after a newer epoch's leaves the cache as it was."""
+        if not self.kafka_2_1:
+            if not self.entries or (epoch > self.entries[-1][0] and start_offset >= self.entries[-1][1]):
+                self.entries.append((epoch, start_offset))
+            return
         if self.entries and self.entries[-1][0] == epoch and start_offset >= self.entries[-1][1]:
             return
         self.entries = [(e, o) for e, o in self.entries if e < epoch and o < start_offset]
@@ -95,9 +102,9 @@ class LeaderEpochCache:
 class Log:
     """One replica's log on disk."""
 
-    def __init__(self) -> None:
+    def __init__(self, kafka_2_1: bool = True) -> None:
         self.records: list[int] = []           # the leader epoch of the record at each offset
-        self.epochs = LeaderEpochCache()
+        self.epochs = LeaderEpochCache(kafka_2_1)
         self.high_watermark_checkpoint = 0
 
     @property

@@ -82,13 +82,13 @@ def clock_us() -> int:
 
 # -- the disk ----------------------------------------------------------------------------------
 
-def load_logs(path: Path) -> dict:
+def load_logs(path: Path, kafka_2_1: bool = True) -> dict:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
     out = {}
     for item in data:
-        log = Log()
+        log = Log(kafka_2_1)
         for epoch in item["records"]:
             log.append(epoch)
         log.high_watermark_checkpoint = item["hw"]
@@ -161,7 +161,7 @@ class BrokerNode:
         self.zk_writes = open(self.dir / "zk-writes.log", "a", buffering=1, encoding="utf-8")
         self.store = RecordingStore(ZooKeeperStore(hosts, session_timeout=session_timeout), self.zk_writes.write)
         self.disk = BrokerDisk(broker_id, directory)
-        self.disk.logs.update(load_logs(self.logs_path))
+        self.disk.logs.update(load_logs(self.logs_path, self.config.truncation == "kip320"))
         self.server = KafkaServer(broker_id, config, self.store, self.disk, clock_us)
         self.outbox: dict[int, deque] = {b: deque() for b in ports}
         self.outbox_epoch: int | None = None

@@ -118,7 +118,7 @@ class ReplicaManager:
 
     def log(self, tp: TopicPartition) -> Log:
         if tp not in self.logs:
-            self.logs[tp] = Log()
+            self.logs[tp] = Log(kafka_2_1=self.config.truncation == "kip320")
         return self.logs[tp]
 
     def _trace(self, role: str, text: str) -> None:

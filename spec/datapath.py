@@ -256,6 +256,19 @@ def epoch_cache(rep: Replica) -> tuple:
     return tuple(out)
 
 
+def assigned_epochs(rep: Replica) -> tuple:
+    """The cache before Kafka 2.1 (``LeaderEpochFileCache.assign`` in 0.11 and 2.0):
+    an append adds an entry only for an epoch newer than the latest one, so a stale
+    leader's record written after a newer epoch's leaves no entry (Kafka logs a
+    warning).  Truncation drops the entries at and above the new LEO, which on this
+    cache is the same as reading it off the shorter log."""
+    out = []
+    for o, e in enumerate(rep.log):
+        if not out or e > out[-1][0]:
+            out.append((e, o))
+    return tuple(out)
+
+
 def latest_epoch(rep: Replica) -> int:
     """``LeaderEpochFileCache.latestEpoch``: what a follower asks about."""
     if rep.unwritten_epoch >= 0:
@@ -288,6 +301,17 @@ class HighWatermark:
 
     def become_follower(self, s: KafkaState, b: int, p: int) -> KafkaState:
         return truncate_to(s, b, p, s.brokers[b].replicas[p].hw)
+
+    def cache(self, rep: Replica) -> tuple:
+        """The leader-epoch cache this version keeps (0.10 has none on disk; its
+        brokers' records carry no epoch a follower asks about, so the pre-2.1 rule
+        is only what conformance observes)."""
+        return assigned_epochs(rep)
+
+    def latest(self, rep: Replica) -> int:
+        """``LeaderEpochFileCache.latestEpoch``: what a follower asks about."""
+        c = self.cache(rep)
+        return c[-1][0] if c else UNDEFINED
 
     def become_leader(self, rep: Replica, leader_epoch: int) -> Replica:
         """Before 2.1 the cache learns a leader's epoch with its first append."""
@@ -324,7 +348,7 @@ class Kip101(HighWatermark):
     def truncation(self, frep: Replica, lrep: Replica) -> tuple:
         """``(offset, done)``: where the follower truncates, and whether it then
         fetches (else it asks again)."""
-        answer = self.end_offset_for(epoch_cache(lrep), len(lrep.log), latest_epoch(frep))
+        answer = self.end_offset_for(self.cache(lrep), len(lrep.log), self.latest(frep))
         if answer == UNDEFINED:
             return min(frep.hw, len(frep.log)), True
         return min(answer, len(frep.log)), True
@@ -356,12 +380,12 @@ class Kip279(Kip101):
         return [e for e, _ in cache if e <= requested][-1], larger[0]
 
     def truncation(self, frep: Replica, lrep: Replica) -> tuple:
-        lcache = epoch_cache(lrep)
+        lcache = self.cache(lrep)
         while True:   # each round that goes on cuts the follower's log shorter
-            epoch, end = self.epoch_end_offset(lcache, len(lrep.log), latest_epoch(frep))
+            epoch, end = self.epoch_end_offset(lcache, len(lrep.log), self.latest(frep))
             if end == UNDEFINED:
                 return min(frep.hw, len(frep.log)), True
-            f_epoch, f_end = self.epoch_end_offset(epoch_cache(frep), len(frep.log), epoch)
+            f_epoch, f_end = self.epoch_end_offset(self.cache(frep), len(frep.log), epoch)
             if f_end == UNDEFINED:
                 return min(end, len(frep.log)), True
             if f_epoch == epoch:
@@ -390,6 +414,11 @@ class Kip320(Kip279):
 
     def restarts_fetcher(self, old_leader: int, new_leader: int) -> bool:
         return True    # the leader epoch always changed (the broker applies only newer ones)
+
+    def cache(self, rep: Replica) -> tuple:
+        """2.1's cache: ``assign`` truncates the entries a new one conflicts with and
+        records a new leader's epoch before its first record."""
+        return epoch_cache(rep)
 
     def become_leader(self, rep: Replica, leader_epoch: int) -> Replica:
         if rep.log and rep.log[-1] == leader_epoch:

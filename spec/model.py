@@ -176,7 +176,7 @@ class KafkaModel(Model):
         for p, r in enumerate(br.replicas):
             leads = br.alive and br.partitions[p].leader == b
             leos = {str(x): r.leos[i] for i, x in enumerate(self.ar[p]) if x != b} if leads else None
-            replicas.append({"log": list(r.log), "epochs": [list(x) for x in datapath.epoch_cache(r)], "hw": r.hw,
+            replicas.append({"log": list(r.log), "epochs": [list(x) for x in datapath.rule(self).cache(r)], "hw": r.hw,
                              "truncating": r.truncating, "follower_leos": leos})
         inbox = sorted((_obs_request(q) for q in br.inbox), key=lambda d: json.dumps(d, sort_keys=True))
         out = {"alive": br.alive, "controller_epoch_seen": br.controller_epoch_seen,
@@ -218,7 +218,7 @@ class KafkaModel(Model):
                 d["metadata_cache"] = {str(p): x for p, x in enumerate(br.metadata)}
             if br.replicas:
                 d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
-                                     "epoch_cache": _ids(f"{e}@{o}" for e, o in datapath.epoch_cache(r)),
+                                     "epoch_cache": _ids(f"{e}@{o}" for e, o in datapath.rule(self).cache(r)),
                                      "truncating": r.truncating} for p, r in enumerate(br.replicas)}
             if br.ctx is not None:
                 c = br.ctx
