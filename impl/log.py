@@ -46,12 +46,12 @@ class LeaderEpochCache:
         return self.entries[-1][0] if self.entries else -1
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """2.1's ``assign``: a new entry replaces every entry it conflicts with (a
-        larger or equal epoch, or a start at or past its own).  Before 2.1 only
-        appends assigned, always with an epoch at least the latest, where this is
-        0.11's rule (append if the epoch is newer).  Before 2.1 (0.11 and 2.0's
-        ``assign``) an epoch that is not newer than the latest adds nothing: a stale
-        leader's record after a newer epoch's leaves the cache as it was."""
+        """``LeaderEpochFileCache.assign``.  Before 2.1 (0.11 and 2.0) an entry is
+        added only for an epoch newer than the latest, at or past its start, so a
+        stale-epoch leader's record after a newer epoch's leaves the cache as it was
+        (Kafka warns).  From 2.1 (KAFKA-7415) a new entry replaces every entry it
+        conflicts with (a larger or equal epoch, or a start at or past its own), and
+        ``Partition.makeLeader`` assigns the new epoch before any record has it."""
         if not self.kafka_2_1:
             if not self.entries or (epoch > self.entries[-1][0] and start_offset >= self.entries[-1][1]):
                 self.entries.append((epoch, start_offset))

@@ -145,7 +145,7 @@ class Replica(NamedTuple):
     truncating: bool              # a new follower that has not truncated yet (KIP-101 and later)
     unwritten_epoch: int          # the leader-epoch cache's last entry when no record has it yet, at the LEO
                                   # (Kafka 2.1 records its epoch on becoming leader, KAFKA-7415); -1 none.
-                                  # The other entries are the records' epochs (spec/datapath.py epoch_cache)
+                                  # The other entries are read off the records' epochs (spec/datapath.py, per version)
 
 
 class Broker(NamedTuple):
