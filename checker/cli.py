@@ -96,7 +96,8 @@ def _engine(args: argparse.Namespace) -> str:
     """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
     given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
              args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume),
-             ("--spark-driver-states", args.spark_driver_states is not None)) if value]
+             ("--spark-driver-states", args.spark_driver_states is not None),
+             ("--spark-placement", args.spark_placement)) if value]
     engine = args.engine or ("spark" if given else "local")
     if engine == "local" and given:
         raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
@@ -120,7 +121,8 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Se
     try:
         result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
                              partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume,
-                             **({} if args.spark_driver_states is None else {"driver_states": args.spark_driver_states}))
+                             **({} if args.spark_driver_states is None else {"driver_states": args.spark_driver_states}),
+                             **({} if args.spark_placement is None else {"placement": args.spark_placement}))
     except KeyboardInterrupt:
         hint = f"go on from the last complete level with --resume {again}; " if again else ""
         raise KeyboardInterrupt(f"{hint}Spark's log: {log_path()}") from None
@@ -368,6 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--spark-driver-states", metavar="N", type=_nonneg,
                    help="expand the first levels on the driver, with the local engine's core, until one holds "
                         "more than N states (default 2000; 0: every level on Spark)")
+    c.add_argument("--spark-placement", choices=["key", "fingerprint"],
+                   help="which partition holds a state: key (the default), by the model's partition_key where it "
+                        "has one, so most successors stay in their parent's partition; fingerprint: by fingerprint, "
+                        "which spreads states evenly over many partitions")
     c.add_argument("--checkpoint", metavar="DIR",
                    help="save every finished level in DIR (a local path or a Hadoop URL), for --resume")
     c.add_argument("--resume", metavar="DIR", help="go on with an interrupted run from its --checkpoint DIR")

@@ -80,6 +80,8 @@ def test_bad_spark_options_are_one_line_errors(tmp_path):
     cases = [
         (["--engine", "local", "--spark-master", "local[1]"], "--spark-master needs the Spark engine"),
         (["--spark-partitions", "0"], "expects a number >= 1"),
+        (["--engine", "local", "--spark-placement", "fingerprint"], "--spark-placement needs the Spark engine"),
+        (["--spark-placement", "zk"], "unknown choice 'zk'"),
         (["--engine", "yarn"], "unknown choice 'yarn'"),
         (["--resume", tmp_path / "nothing-here"], "does not exist"),
         (["--checkpoint", a_file], "is a file, not a directory"),

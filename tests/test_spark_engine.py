@@ -213,6 +213,24 @@ def test_placement_by_partition_key(sc):
         assert all(len(f) == parts for f in frontiers) and sum(map(sum, frontiers)) > 0
 
 
+def test_placement_by_fingerprint_when_asked(sc):
+    """One key for every state: by key, one partition holds them all; asked to place
+    by fingerprint (--spark-placement fingerprint), the engine ignores the hook."""
+    local = summary(bfs.check(OneKey(6)))
+    by_key = spark_check(OneKey(6), sc=sc, partitions=2)
+    by_fp = spark_check(OneKey(6), sc=sc, partitions=2, placement="fingerprint")
+    assert summary(by_key) == summary(by_fp) == local
+    held = [[sum(c) for c in zip(*[lv["part_frontier"] for lv in r.engine["levels"]])] for r in (by_key, by_fp)]
+    assert held[0].count(0) == 1 and 0 not in held[1], held
+    with pytest.raises(UsageError, match="placement must be 'key' or 'fingerprint'"):
+        spark_check(OneKey(1), sc=sc, placement="zk")
+
+
+class OneKey(Grid):
+    def partition_key(self, s):
+        return "all"
+
+
 class PlacedGrid(Grid):
     name = "placed-grid"
 

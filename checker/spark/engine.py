@@ -103,6 +103,7 @@ def check(
     settings: Settings | None = None,
     driver_states: int = DRIVER_STATES,
     chunk: int = CHUNK,
+    placement: str = "key",
 ) -> SparkCheckResult:
     """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
 
@@ -116,7 +117,9 @@ def check(
     given, replaces the keyword bounds; ``driver_states``: the first levels are
     expanded on the driver by the search core until one holds more than that many
     states (0: every level on Spark); ``chunk``: successors pickled together on
-    the wire (checker.spark.tasks.CHUNK).  The answers are the same either way.
+    the wire (checker.spark.tasks.CHUNK); ``placement``: ``"key"``, a state lives
+    on the partition of its ``Model.partition_key`` where the model has one, or
+    ``"fingerprint"``.  The answers are the same either way.
     """
     time_limit = None
     if settings is not None:
@@ -134,11 +137,15 @@ def check(
         raise UsageError(f"driver_states must be a non-negative integer, not {driver_states!r}")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise UsageError(f"chunk must be a positive integer, not {chunk!r}")
+    if placement not in ("key", "fingerprint"):
+        raise UsageError(f"placement must be 'key' or 'fingerprint', not {placement!r}")
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
     run.driver_states = driver_states
     run.time_limit = time_limit
     run.chunk = chunk
+    if placement == "fingerprint":
+        run.place = None
     return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
@@ -379,6 +386,7 @@ class _Run(Counters):
         per_task = math.ceil(self.sample_left / self.n) if self.sample_left > 0 else 0
         p = {
             "token": self.token, "level": d, "n": self.n, "sample": per_task, "chunk": self.chunk,
+            "placed": self.place is not None,
             "steps": tuple(self.active_steps), "props": tuple(self.active_props),
             "witnesses": tuple(self.active_wits),
             "deadlock": self.check_deadlock and not self.deadlock_found,

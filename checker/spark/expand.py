@@ -106,7 +106,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     ecounts = stats["enabled"]
     eget = ecounts.get
     name_ix: dict[str, int] = {}     # action name -> its index in this task's table (CAND name_ix)
-    place = ctx.place                # None: a state's partition is its fingerprint % n
+    place = ctx.place if params.get("placed") else None   # None: a state's partition is its fingerprint % n
     n = params["n"]
     errors = stats["errors"]
     steps_failed = stats["steps"]
