@@ -54,9 +54,8 @@ from checker.errors import ModelError
 from checker.fingerprint import fingerprint_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Model, Property, State
 from checker.result import DEADLOCK
-from checker.simulate import DEFAULT_MAX_STEPS, Found, Progress, SimulationResult, Walk, check_args, finish
+from checker.simulate import DEFAULT_MAX_STEPS, Found, SimulationResult, Walk, check_args, run_visited_search
 from checker.simulate import model_call as call
-from checker.simulate import validate_properties
 
 __all__ = ["search", "run_search", "priority"]
 
@@ -170,17 +169,7 @@ def search(model: Model, *, properties: Sequence[Property] | None = None, seed: 
     (one walk), its violation shrunk (:func:`checker.simulate.shrink`) and rebuilt
     as a path."""
     check_args(seed, None, max_steps)
-    props = list(model.properties() if properties is None else properties)
-    validate_properties(props)
-    t0 = time.monotonic()
-    deadline = None if time_limit is None else t0 + time_limit
-    prog = Progress(progress)
-
-    def tick(w: Walk, distinct: int) -> None:
-        prog.maybe(w.walks, w.steps, distinct, w.deepest)
-
-    total, distinct, exhausted = run_search(model, props, seed, max_steps=max_steps, check_deadlock=check_deadlock,
-                                            deadline=deadline, on_step=tick)
-    r = finish(model, props, seed, total, time.monotonic() - t0, shrinking, prog, distinct=distinct)
-    r.exhausted = exhausted
-    return r
+    return run_visited_search(model, properties, seed, time_limit, shrinking, progress,
+                              lambda props, deadline, tick: run_search(
+                                  model, props, seed, max_steps=max_steps, check_deadlock=check_deadlock,
+                                  deadline=deadline, on_step=tick))

@@ -479,6 +479,30 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
     return finish(model, props, seed, total, time.monotonic() - t0, shrinking, prog)
 
 
+def run_visited_search(model: Model, properties: Sequence[Property] | None, seed: int, time_limit: float | None,
+                       shrinking: bool, progress: TextIO | None,
+                       run: Callable[[list, float | None, Callable[[Walk, int], None]], tuple[Walk, int, bool]]
+                       ) -> SimulationResult:
+    """The shell that the searches keeping a visited set share (:mod:`checker.stateful`,
+    :mod:`checker.randompriority`): the properties validated, the deadline, progress
+    by distinct states, and the result finished (:func:`finish`) with ``exhausted``.
+    ``run(props, deadline, on_step)`` is the search; it returns ``(total, distinct,
+    exhausted)``."""
+    props = list(model.properties() if properties is None else properties)
+    validate_properties(props)
+    t0 = time.monotonic()
+    deadline = None if time_limit is None else t0 + time_limit
+    prog = Progress(progress)
+
+    def tick(w: Walk, distinct: int) -> None:
+        prog.maybe(w.walks, w.steps, distinct, w.deepest)
+
+    total, distinct, exhausted = run(props, deadline, tick)
+    r = finish(model, props, seed, total, time.monotonic() - t0, shrinking, prog, distinct=distinct)
+    r.exhausted = exhausted
+    return r
+
+
 def finish(model: Model, props: Sequence[Property], seed: int, total: Walk, seconds: float, shrinking: bool,
            prog: Progress | None = None, distinct: int | None = None) -> SimulationResult:
     """The result of the walks in ``total``: the first violation rebuilt and shrunk.

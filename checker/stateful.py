@@ -46,8 +46,8 @@ from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Model, Property, State
 from checker.result import DEADLOCK
-from checker.simulate import (DEFAULT_MAX_STEPS, Found, Progress, SimulationResult, Walk, check_args, finish,
-                              swarm_budget, swarm_weight, validate_properties)
+from checker.simulate import (DEFAULT_MAX_STEPS, Found, SimulationResult, Walk, check_args, run_visited_search,
+                              swarm_budget, swarm_weight)
 from checker.simulate import model_call as call
 
 __all__ = ["search", "run_search", "check_walk_states", "DEFAULT_WALK_STATES"]
@@ -224,18 +224,7 @@ def search(model: Model, *, properties: Sequence[Property] | None = None, seed: 
     violation shrunk (:func:`checker.simulate.shrink`) and rebuilt as a path."""
     check_args(seed, walks, max_steps)
     check_walk_states(walk_states)
-    props = list(model.properties() if properties is None else properties)
-    validate_properties(props)
-    t0 = time.monotonic()
-    deadline = None if time_limit is None else t0 + time_limit
-    prog = Progress(progress)
-
-    def tick(w: Walk, distinct: int) -> None:
-        prog.maybe(w.walks, w.steps, distinct, w.deepest)
-
-    total, distinct, exhausted = run_search(model, props, seed, walks=walks, max_steps=max_steps,
-                                            walk_states=walk_states, swarm=swarm, check_deadlock=check_deadlock,
-                                            deadline=deadline, on_step=tick)
-    r = finish(model, props, seed, total, time.monotonic() - t0, shrinking, prog, distinct=distinct)
-    r.exhausted = exhausted
-    return r
+    return run_visited_search(model, properties, seed, time_limit, shrinking, progress,
+                              lambda props, deadline, tick: run_search(
+                                  model, props, seed, walks=walks, max_steps=max_steps, walk_states=walk_states,
+                                  swarm=swarm, check_deadlock=check_deadlock, deadline=deadline, on_step=tick))
