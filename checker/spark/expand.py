@@ -20,7 +20,6 @@ outcomes of the states that turn out to be new.
 from __future__ import annotations
 
 import gc
-import pickle
 import struct
 import time
 from hashlib import blake2b
@@ -31,12 +30,13 @@ import numpy as np
 from checker.errors import ModelError
 from checker.search import RECENT_LIMIT
 from checker.spark.tasks import (
-    CHUNK, EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PICKLE, PROP_RAISED, REACHED, TAG_CAND,
-    WITNESS_RAISED, Context, context, error_text, frontier_states, keep_error, leave_collector, part_of, peak_rss,
+    CHUNK, EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, REACHED, TAG_CAND,
+    WITNESS_RAISED, Context, context, dumps_states, error_text, frontier_states, keep_error, leave_collector, part_of, peak_rss,
 )
 
 _PACK = struct.Struct(">H").pack
 _PACKED = [_PACK(i) for i in range(256)]
+_NO_KEY = object()   # the parent's partition_key raised: no successor's key is it
 
 
 def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
@@ -64,7 +64,7 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
                                  "level": level}
         out: list = []
         if part is not None and len(part[4]):
-            _expand_states(ctx, params, part, stats, out)
+            _expand_states(ctx, params, part, stats, out, pid)
         if params.get("bound") is not None or params.get("boundary"):
             stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
             acc.add({("expand", level, pid): stats})
@@ -76,7 +76,7 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
             leave_collector()
 
 
-def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list) -> None:
+def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list, pid: int) -> None:
     model = ctx.model
     search = ctx.search
     props = ctx.props
@@ -106,8 +106,13 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     ecounts = stats["enabled"]
     eget = ecounts.get
     name_ix: dict[str, int] = {}     # action name -> its index in this task's table (CAND name_ix)
-    place = ctx.place if params.get("placed") else None   # None: a state's partition is its fingerprint % n
     n = params["n"]
+    # None: a state's partition is its fingerprint % n (or there is one partition).
+    place = ctx.place if params.get("placed") and n > 1 else None
+    # A successor whose key is its parent's very key object lives on the parent's
+    # partition, this one: most of them (the key is a part of the state that most
+    # actions leave as it is).  Only the others are hashed.
+    key_of = ctx.model.partition_key if place is not None else None
     errors = stats["errors"]
     steps_failed = stats["steps"]
 
@@ -188,6 +193,11 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             continue
         for name in {a[0] for a in acts}:
             ecounts[name] = eget(name, 0) + 1
+        if key_of is not None:
+            try:
+                skey = key_of(s)
+            except Exception:  # noqa: BLE001 - every successor then goes through place, which words the error
+                skey = _NO_KEY
         for i, a in enumerate(acts):
             tkey = key + (packed[i] if i < 256 else pack(i))
             if counting and (tkey > bkey or (tkey == bkey and not bincl)):
@@ -276,7 +286,11 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 ni = name_ix[name] = len(name_ix)
             name_append(ni)
             if place is not None:
-                dest_append(place(t) % n)
+                try:
+                    same = key_of(t) is skey
+                except Exception:  # noqa: BLE001 - place words it as a model error
+                    same = False
+                dest_append(pid if same else place(t) % n)
     stats["gen"] = generated
     stats["sample_left"] = sample
     out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix), c_dest if place else None))
@@ -345,7 +359,7 @@ def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: floa
                     flags.append((pos, f[1], f[2], f[3]))
         record = (d, (TAG_CAND, pid, fp[idx], par[idx], act[idx],
                       b"".join([c_key[i] for i in sel]),
-                      [pickle.dumps([c_state[i] for i in sel[k:k + chunk]], PICKLE) for k in range(0, len(sel), chunk)],
+                      [dumps_states([c_state[i] for i in sel[k:k + chunk]]) for k in range(0, len(sel), chunk)],
                       flags, nix[idx], names))
         if d == n - 1:
             stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu

@@ -72,7 +72,9 @@ Events (``stats`` of every task, gathered by the driver):
 
 from __future__ import annotations
 
+import copyreg
 import gc
+import io
 import pickle
 import resource
 import sys
@@ -111,6 +113,51 @@ PH_NEXT, PH_STEP, PH_CAP, PH_WITNESS, PH_PROP = 0, 1, 2, 3, 4
 # Outcomes in CAND flags: a state property fails, a witness is reached, a
 # witness's or a state property's predicate raises.
 FAILED, REACHED, WITNESS_RAISED, PROP_RAISED = 0, 1, 2, 3
+
+_NEW = tuple.__new__
+
+
+class _Reducers(dict):
+    """A ``Pickler.dispatch_table`` that pickles a NamedTuple as
+    ``tuple.__new__(cls, fields)``, filled class by class as they are met.
+
+    The default reduction of a NamedTuple calls its ``__getnewargs__`` (Python) and
+    rebuilds it through ``copyreg.__newobj__`` and the class's own ``__new__``
+    (Python again); ``tuple.__new__`` is the C call NamedTuple's ``_make`` makes.
+    On 5,121 successors of ``small:max_records=1`` in lists of 200: 5.5 and 1.5
+    microseconds a state to pickle and unpickle by default, 4.2 and 1.2 so.  Only
+    plain NamedTuple classes qualify (no instance dict, no reduction of their own);
+    anything else keeps pickle's own reduction, and the bytes load with a plain
+    ``pickle.loads``."""
+
+    def __init__(self) -> None:
+        super().__init__(copyreg.dispatch_table)
+        self.other: set = set()
+
+    def __missing__(self, cls: type):
+        if cls not in self.other:
+            if (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+                    and cls.__dict__.get("__slots__") == () and cls.__reduce_ex__ is object.__reduce_ex__
+                    and cls.__reduce__ is object.__reduce__):
+                def reduce(obj, _cls=cls, _new=_NEW, _tuple=tuple):
+                    return _new, (_cls, _tuple(obj))
+                self[cls] = reduce
+                return reduce
+            self.other.add(cls)
+        raise KeyError(cls)
+
+
+_REDUCERS = _Reducers()
+
+
+def dumps_states(states: list) -> bytes:
+    """``states`` pickled for the wire or the block manager (``_Reducers``)."""
+    out = io.BytesIO()
+    p = pickle.Pickler(out, PICKLE)
+    p.dispatch_table = _REDUCERS
+    p.dump(states)
+    return out.getvalue()
+
 
 EMPTY_I64 = np.zeros(0, dtype=np.int64)
 EMPTY_I32 = np.zeros(0, dtype=np.int32)
@@ -257,7 +304,7 @@ def make_part(v_fp, v_par, v_act, f_fp, f_keys: bytes, states: list) -> tuple:
     n = len(states)
     at = np.arange(n, dtype=np.int32)
     return (TAG_PART, v_fp, v_par, v_act, f_fp, f_keys, at // CHUNK, at % CHUNK,
-            [pickle.dumps(states[k:k + CHUNK], PICKLE) for k in range(0, n, CHUNK)],
+            [dumps_states(states[k:k + CHUNK]) for k in range(0, n, CHUNK)],
             np.zeros(n, dtype=np.uint32), None)
 
 
