@@ -84,6 +84,11 @@ Reassignment(c, p)                                                              
                                                                                         overtake its controller's LeaderAndIsr
 =========================  ==========================================================  ======================================
 
+With ``controller_event_order`` (docs/model.md, "The controller's event order") a
+controller with a step of its current event left (a new or offline partition's
+election, an OfflineReplica transition) is refused every new event, and its
+OfflineReplica transitions wait for its elections, as in the model.
+
 With ``atomic_controller`` (spec/atomic.py) the controller's reactions (``HIDDEN``) are
 not actions: after every action the driver runs them, first enabled first, in the
 model's enumeration order, until none is left.
@@ -200,6 +205,12 @@ REASSIGN_STEPS = {
 }
 
 
+#: with controller_event_order, the elections that are steps of the controller's current event
+#: (a preferred or controlled-shutdown election is an event of its own); RemoveReplicaFromIsr
+#: is the other step.  Topic deletion's per-replica steps are not ordered.
+EVENT_STEP_STRATEGIES = frozenset(("new", "offline"))
+UNORDERED_STEPS = frozenset(("StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
+
 #: with atomic_controller, the controller's reactions run inside the step that caused them
 HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeader", "RemoveReplicaFromIsr", "IsrChangeNotification",
                     "StartTopicDeletion", "StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
@@ -296,6 +307,7 @@ class KafkaImplementation:
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
         self.budget = FaultBudget(config)
         self.atomic_controller = bool(_cfg(config, "atomic_controller", False))
+        self.event_order = bool(_cfg(config, "controller_event_order", False))
         self.pending_acks: list[tuple] = []     # the producers' acks=all writes not yet acknowledged
         self.acknowledged: list[tuple] = []
         # Kafka's round-robin assignment: partition p's replicas start at broker p.
@@ -480,12 +492,37 @@ class KafkaImplementation:
         return self._possible(act) and self._within_budget(act) and not self._controller_busy(act)
 
     def _controller_busy(self, act) -> bool:
-        """A controller inside a reassignment event handles no other event."""
+        """A controller inside a reassignment event handles no other event.  With
+        ``controller_event_order``, one with a step of its current event left (a new or
+        offline partition's election, an OfflineReplica transition) takes no new event,
+        and takes its elections before its OfflineReplica transitions, as Kafka's one
+        event thread does (``onReplicasBecomeOffline``, ``doControlledShutdown``)."""
         c = act.get("controller")
-        if c is None or act.name in REASSIGN_STEPS:
+        if c is None:
             return False
         ctl = self._ctl(c)
-        return ctl is not None and ctl.in_reassignment_event()
+        if ctl is None:
+            return False
+        if ctl.in_reassignment_event():
+            return act.name not in REASSIGN_STEPS
+        if not self.event_order or act.name in UNORDERED_STEPS:
+            return False
+        electing = self._event_elections(c, ctl)
+        if act.name == "RemoveReplicaFromIsr":
+            return electing
+        if act.name == "ElectLeader" and act.get("strategy") in EVENT_STEP_STRATEGIES:
+            return False
+        return electing or bool(ctl.replicas_to_take_offline())
+
+    def _event_elections(self, c: int, ctl) -> bool:
+        """Whether controller ``c`` has a new or offline partition's election it may run
+        now (an unclean one only while the fault budget allows it)."""
+        for p in range(self.partitions):
+            e = ctl.pending_election(TopicPartition(TOPIC, p))
+            if e is not None and e[0] in EVENT_STEP_STRATEGIES and self._within_budget(
+                    action("ElectLeader", controller=c, partition=p, leader=e[1], strategy=e[0], clean=e[3])):
+                return True
+        return False
 
     def _possible(self, act) -> bool:
         c = self.cluster

@@ -42,6 +42,8 @@ def _reactions(model, state) -> list:
     out: list = []
     for enabled in controller.ENABLED:
         enabled(model, state, out)
+    if model.cfg.controller_event_order:
+        out = controller.event_order(model, state, out)
     return [a for a in out if a.name in HIDDEN]
 
 

@@ -63,9 +63,11 @@ def _budget(*names: str) -> list:
 
 def kafka_footprints(model) -> Footprints | None:
     """The footprints of ``model``'s configuration, or None where none are declared
-    (the atomic controller, and reassignment, whose steps are not broken down here)."""
+    (the atomic controller, and reassignment, whose steps are not broken down here;
+    and ``controller_event_order``, under which a controller event's guard reads
+    every guard of that controller's steps)."""
     cfg = model.cfg
-    if cfg.atomic_controller or model.reassign_targets:
+    if cfg.atomic_controller or model.reassign_targets or cfg.controller_event_order:
         return None
     n, parts = cfg.brokers, cfg.partitions
     B, P = range(n), range(parts)

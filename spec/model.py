@@ -86,10 +86,13 @@ class KafkaModel(Model):
         out: list = []
         for enabled in ENABLED:
             enabled(self, state, out)
+        busy = frozenset()
         if self.reassign_targets:
             busy = reassign.busy(self, state)
             if busy:
                 out = [a for a in out if a.get("controller") not in busy or a.name in reassign.STEP]
+        if self.cfg.controller_event_order:
+            out = controller.event_order(self, state, out, busy)
         return out
 
     def next_state(self, state, act: Action):

@@ -85,6 +85,8 @@ def unsupported(cfg) -> str | None:
         return "topic deletion is not encoded symbolically; set max_topic_deletions=0"
     if getattr(cfg, "atomic_controller", False):
         return "the atomic controller (atomic_controller=true) is not encoded symbolically; set it to false"
+    if getattr(cfg, "controller_event_order", False):
+        return "the controller's event order (controller_event_order=true) is not encoded symbolically; set it to false"
     return None
 
 

@@ -157,7 +157,8 @@ def test_kafka_every_preset_declares_brokers_but_ar_order_fixes_them():
 
 
 @pytest.mark.parametrize("preset,over", [("tiny", {"brokers": 4, "max_crashes": 1}),
-                                         ("zombie", {"brokers": 4})])
+                                         ("zombie", {"brokers": 4}),
+                                         ("tiny", {"brokers": 4, "max_crashes": 1, "controller_event_order": True})])
 def test_kafka_brokers_outside_every_ar_are_interchangeable(preset, over):
     """Brokers that hold no replica (4 brokers, RF 2) can still be controller: they
     are interchangeable, and the reduction is sound on them."""

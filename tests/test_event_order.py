@@ -1,0 +1,156 @@
+"""``controller_event_order``: Kafka's controller finishes one event before it takes the next.
+
+Kafka's controller runs every event on one thread (``ControllerEventManager``): a broker
+failure (``KafkaController.onBrokerFailure`` -> ``onReplicasBecomeOffline``) marks the
+dead leader's partitions OfflinePartition, elects them
+(``triggerOnlinePartitionStateChange``), then takes the dead replicas OfflineReplica
+(out of the ISR), all before it looks at the next event.  Without the rule the model's
+controller may take a restarted broker's ``BrokerStartup``, or a reassignment step,
+before the failure's ``RemoveReplicaFromIsr``; the 26-step ``data-hw-wide`` loss of
+``kmc simulate --preset data-hw-wide --property NoAckedRecordLost --seed 1`` (the file
+below) takes that path."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from checker.bfs import check, replay_path
+from checker.config import resolve
+from checker.conform import Harness, covering_set
+from checker.graph import explore
+from checker.model import action
+from checker.result import OK
+from checker.trace import load_trace
+from impl.adapter import KafkaImplementation
+from spec.atomic import expand
+from spec.controller import UNORDERED, is_event_step
+from spec.family import FAMILY
+from spec.symbolic import unsupported
+
+RESTART = Path(__file__).parent / "data" / "restart-before-offline-replica-data-hw-wide.json"
+
+
+def build(preset, **overrides):
+    return FAMILY.build(resolve(FAMILY, preset, overrides))
+
+
+def _steps_and_model(flag: bool):
+    trace = load_trace(RESTART)
+    cfg = resolve(FAMILY, None, {**trace.config, "controller_event_order": flag})
+    return trace, cfg, FAMILY.build(cfg)
+
+
+def test_a_restarted_broker_waits_for_its_failures_offline_replica():
+    """Broker 1 crashes and restarts before the controller took it out of the ISR:
+    without the rule the controller may take the startup first, and the removal is
+    then never taken; with it the failure event ends first."""
+    path = [action("ElectController", broker=0),
+            action("ElectLeader", controller=0, partition=0, leader=0, strategy="new", clean=True),
+            action("CrashBroker", broker=1), action("BrokerFailure", controller=0, broker=1),
+            action("RestartBroker", broker=1)]
+    mine = {}
+    for flag in (False, True):
+        m = build("failover", controller_event_order=flag)
+        s = replay_path(m, path)[-1].state
+        mine[flag] = [str(a) for a in m.actions(s) if a.get("controller") == 0]
+    removal = "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)"
+    assert mine[False] == ["BrokerStartup(controller=0, broker=1)", removal]
+    assert mine[True] == [removal]
+
+
+def test_the_swarm_loss_leaves_the_controllers_events_unfinished():
+    """The whole 26-step loss runs without the rule.  With it, its second step is
+    refused: a controlled-shutdown request taken before the new controller elected
+    the new partition's leader (``onControllerFailover`` runs that election first).
+    With those two swapped, it stops again at the reassignment event that it starts
+    before broker 1's OfflineReplica transition of the controlled shutdown."""
+    trace, _cfg, off = _steps_and_model(False)
+    acts = [st.action for st in trace.steps[1:]]
+    states = [st.state for st in replay_path(off, acts)]
+    prop = next(p for p in off.properties() if p.name == "NoAckedRecordLost")
+    assert not prop.predicate(states[-1])
+
+    _trace, _cfg, on = _steps_and_model(True)
+    s = on.next_state(on.init_states()[0], acts[0])
+    assert acts[1].name == "ControlledShutdown" and acts[1] not in on.actions(s)
+    assert [a.name for a in on.actions(s) if a.get("controller") == 0] == ["ElectLeader"]
+    swapped = [acts[0], acts[2], acts[1]] + acts[3:]
+    s = replay_path(on, swapped[:9])[-1].state
+    assert swapped[9].name == "StartReassignment" and swapped[9] not in on.actions(s)
+    assert [str(a) for a in on.actions(s) if a.get("controller") == 0] == [
+        "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)"]
+
+
+def test_the_rule_removes_only_new_events_and_early_offline_replicas():
+    """On the whole graph of ``shutdown`` (no crash) and ``failover`` (no ISR shrink)
+    with the rule: every state
+    offers a subset of what the model without the rule offers there, and what it
+    drops is exactly a new event of a controller with a step of its current event
+    enabled, or an OfflineReplica transition while that controller's event still has
+    an election to run."""
+    for preset, over in (("shutdown", {"max_crashes": 0}), ("failover", {"max_isr_shrinks": 0})):
+        on, off = build(preset, controller_event_order=True, **over), build(preset, **over)
+        g = explore(on)
+        assert g.complete
+        dropped = 0
+        for s in g.states:
+            with_rule, without = on.actions(s), off.actions(s)
+            assert set(with_rule) <= set(without)
+            for a in set(without) - set(with_rule):
+                dropped += 1
+                c = a.get("controller")
+                steps = [x for x in without if x.get("controller") == c and is_event_step(x)]
+                assert steps and a.name not in UNORDERED, (preset, a)
+                if is_event_step(a):
+                    assert a.name == "RemoveReplicaFromIsr"
+                    assert any(x.name == "ElectLeader" for x in steps), (preset, a)
+        assert dropped > 0
+
+
+def test_no_deadlock_and_the_same_verdicts_on_the_small_presets():
+    for preset in ("tiny", "delete"):
+        r = check(build(preset, controller_event_order=True))
+        assert r.verdict == OK and r.stats.complete, preset
+
+
+@pytest.mark.parametrize("preset, over", [("tiny", {}), ("shutdown", {"max_crashes": 0}),
+                                          pytest.param("failover", {"max_isr_shrinks": 0}, marks=pytest.mark.slow)])
+def test_the_reference_broker_follows_the_event_order(preset, over):
+    """The covering set of the graph with the rule conforms, and in every state the
+    implementation refuses every action of the graph without the rule that the model
+    with it does not enable (``kmc conform --probe``)."""
+    cfg = resolve(FAMILY, preset, {**over, "controller_event_order": True})
+    model = FAMILY.build(cfg)
+    vocabulary = sorted({a for _, a, _ in explore(build(preset, **over)).edges}, key=str)
+    h = Harness(model, KafkaImplementation, cfg, vocabulary)
+    cover = covering_set(explore(model))
+    assert cover.covered == len(cover.graph.edges)
+    for init, acts in cover.traces:
+        d = h.run(acts, init)
+        assert d is None, d.render()
+
+
+@pytest.mark.parametrize("preset", ["tiny", "failover", "data-hw", "shutdown"])
+@pytest.mark.parametrize("seed", range(3))
+def test_atomic_expansion_is_a_path_of_the_full_model_with_the_rule(preset, seed):
+    atomic = build(preset, atomic_controller=True, controller_event_order=True)
+    rng = random.Random(seed)
+    s, acts = atomic.init_states()[0], []
+    for _ in range(40):
+        enabled = atomic.actions(s)
+        if not enabled:
+            break
+        a = rng.choice(enabled)
+        acts.append(a)
+        s = atomic.next_state(s, a)
+    full = build(preset, atomic_controller=False, controller_event_order=True)
+    replay_path(full, expand(atomic, acts))   # raises if a step is not enabled
+
+
+def test_reductions_that_do_not_cover_the_rule_say_so():
+    m = build("failover", controller_event_order=True)
+    assert m.footprints() is None   # no partial-order reduction under the rule
+    assert "controller_event_order" in unsupported(m.cfg)
