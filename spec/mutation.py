@@ -28,6 +28,13 @@ UNCLEAN_TWICE = ConformRun("unclean atomic (2 crashes, 2 unclean elections, no p
                            overrides=(*ATOMIC, ("max_crashes", 2), ("max_unclean_elections", 2),
                                       ("preferred_election", False)))
 
+# The controller's event order (controller_event_order, off by default): a controlled
+# shutdown's OfflineReplica step and the new controller's first election hold back its next
+# event (impl/adapter.py ``_controller_busy``).
+EVENT_ORDER = ConformRun("shutdown (no crash, no preferred election) event order --probe", preset="shutdown",
+                         overrides=(*NO_CRASH, ("preferred_election", False), ("controller_event_order", True)),
+                         probe=True)
+
 # Cheapest first.  The covering sets take every transition of their graph, probed (the
 # implementation is asked about every action the model refuses); the walks reach the
 # data path's truncation rules with three replicas, beyond any covering set.
@@ -55,6 +62,7 @@ CONFORMANCE = ConformCorpus((
     ConformRun("data-kip320-3: walks", preset="data-kip320-3", walks=100, depth=40, cover=False),
     ConformRun("shutdown (no crash) --probe", preset="shutdown", overrides=NO_CRASH, probe=True),
     ConformRun("data-unclean atomic --probe", preset="data-unclean", overrides=ATOMIC, probe=True),
+    EVENT_ORDER,
     UNCLEAN_TWICE,
 ))
 
@@ -109,6 +117,7 @@ GATE = MutationGate(120, 17, 91.5, ConformCorpus((
     ConformRun("zombie (no shrink) --probe", preset="zombie", overrides=SMALL[:1], probe=True),
     ConformRun("shutdown (no crash, no shrink, no preferred election) --probe", preset="shutdown",
                overrides=(*NO_CRASH, *SMALL), probe=True),
+    EVENT_ORDER,
     UNCLEAN_TWICE,
 )))
 
