@@ -290,7 +290,9 @@ def test_a_wrong_guard_is_caught():
 KAFKA_SMALL = [("tiny", {}), ("zombie", {}), ("unclean", {}), ("delete", {"max_crashes": 0}),
                ("no-controller-fencing", {"max_crashes": 0, "max_session_expiries": 0}),
                ("data-hw", {"max_records": 1, "max_crashes": 1}), ("data-kip101", {"max_records": 1, "max_crashes": 1}),
-               ("data-cache", {"max_records": 1, "max_crashes": 0, "max_session_expiries": 0})]
+               ("data-cache", {"max_records": 1, "max_crashes": 0, "max_session_expiries": 0}),
+               ("tiny", {"controller_event_order": True}), ("zombie", {"controller_event_order": True}),
+               ("data-hw", {"max_records": 1, "max_crashes": 1, "controller_event_order": True})]
 
 
 @pytest.mark.parametrize("preset,over", KAFKA_SMALL)
@@ -308,11 +310,13 @@ def test_kafka_footprints_hold_and_reduced_search_agrees(preset, over):
     assert red.stats.distinct <= full.stats.distinct
 
 
-@pytest.mark.parametrize("preset,prop", [("data-hw", "LogsMatchBelowHighWatermark"), ("small", "LeaderInIsr")])
-def test_kafka_one_property_agrees(preset, prop):
+@pytest.mark.parametrize("preset,prop,order", [("data-hw", "LogsMatchBelowHighWatermark", False),
+                                               ("small", "LeaderInIsr", False),
+                                               ("data-hw", "LogsMatchBelowHighWatermark", True)])
+def test_kafka_one_property_agrees(preset, prop, order):
     """With one property fewer actions are visible; the verdict is still the full one."""
-    m = FAMILY.build(resolve(FAMILY, preset, {"max_records": 1, "max_crashes": 1} if preset.startswith("data")
-                             else {"max_crashes": 0}))
+    m = FAMILY.build(resolve(FAMILY, preset, {**({"max_records": 1, "max_crashes": 1} if preset.startswith("data")
+                                                 else {"max_crashes": 0}), "controller_event_order": order}))
     props = [q for q in m.properties() if q.name == prop]
     full = check(m, properties=props, keep_going=True)
     p = plan(m, props, por=True)
