@@ -328,8 +328,10 @@ class Cluster:
     def settle(self, max_steps: int = 10_000, after=None) -> int:
         """Run every pending piece of work, in a fixed order, until there is none: what a
         healthy cluster does between two faults.  Returns the number of operations.
-        Controller work first (election of a controller, broker changes, elections,
-        ISR removals, notifications, deletion), then request delivery, then the
+        Controller work first (election of a controller, the steps of the controller's
+        current event: its new and offline partitions' elections, then its ISR removals,
+        as Kafka's one event thread finishes an event before the next; then broker
+        changes, notifications, the other elections, deletion), then request delivery, then the
         followers' truncation and fetches, then ISR expansion.  No fault is injected.
         ``after()``, if given, runs after each operation (the conformance adapter
         answers the producers' delayed writes there)."""
@@ -363,6 +365,14 @@ class Cluster:
             if ctl.in_reassignment_event():      # inside a reassignment event: only its next step
                 step, tp, _leader = steps[0]
                 return lambda c=c, step=step, tp=tp: self.reassignment_step(c, step, tp)
+            # Kafka's one event thread: the current event's steps (its new and offline
+            # partitions' elections, then its OfflineReplica transitions) before any new event.
+            for tp in sorted(ctl.ctx.assignments):
+                e = ctl.pending_election(tp)
+                if e and e[0] in ("new", "offline"):
+                    return lambda c=c, tp=tp: self.elect_leader(c, tp)
+            for tp, r in ctl.replicas_to_take_offline():
+                return lambda c=c, tp=tp, r=r: self.remove_replica_from_isr(c, tp, r)
             for b in ctl.broker_changes():
                 return lambda c=c, b=b: self.broker_change(c, b)
             for t in ctl.new_topics():

@@ -438,3 +438,23 @@ def test_truncation_rounds_agree_with_the_models_one_step_rules():
                     assert got == min(len(fl), want), (name, fl, hw, fmark, ll, lmark)
                     checked += 1
     assert checked > 5000
+
+
+def test_the_cluster_finishes_a_broker_failure_before_it_sees_the_restart():
+    """Cluster.settle follows Kafka's one event thread: after broker 1 crashes and comes
+    back before the controller looked, the controller handles the failure event to its
+    end, OfflineReplica included (broker 1 out of the ISR: leader epoch + 1), before the
+    startup event.  Taking the startup first, as the settle order did before, leaves the
+    restarted broker in the ISR without that write."""
+    impl = KafkaImplementation(resolve(FAMILY, "failover", {}))
+    c = impl.cluster
+    c.settle()
+    tp = TopicPartition("t", 0)
+    before = c.admin.get_partition_state(tp)
+    assert before.leader == 0 and before.isr == (0, 1)
+    c.crash(1)
+    c.start_broker(1)
+    c.settle()
+    after = c.admin.get_partition_state(tp)
+    assert after.leader == 0 and after.leader_epoch == before.leader_epoch + 1
+    assert after.isr == (0, 1)          # broker 1 caught up and the leader added it back
