@@ -120,7 +120,7 @@ from checker.model import action  # the shared action vocabulary (names + args)
 from impl.admin import Admin, AdminError
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
-from impl.controller import CHILD_WATCHES
+from impl.controller import CHILD_WATCHES, EVENT_STEP_STRATEGIES
 from impl.statechange import merge
 from impl.statemachines import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
 from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
@@ -205,10 +205,8 @@ REASSIGN_STEPS = {
 }
 
 
-#: with controller_event_order, the elections that are steps of the controller's current event
-#: (a preferred or controlled-shutdown election is an event of its own); RemoveReplicaFromIsr
-#: is the other step.  Topic deletion's per-replica steps are not ordered.
-EVENT_STEP_STRATEGIES = frozenset(("new", "offline"))
+#: with controller_event_order, topic deletion's per-replica steps are not ordered (the
+#: event's steps are impl.controller's EVENT_STEP_STRATEGIES elections and RemoveReplicaFromIsr)
 UNORDERED_STEPS = frozenset(("StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
 
 #: with atomic_controller, the controller's reactions run inside the step that caused them

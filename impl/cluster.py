@@ -367,11 +367,11 @@ class Cluster:
                 return lambda c=c, step=step, tp=tp: self.reassignment_step(c, step, tp)
             # Kafka's one event thread: the current event's steps (its new and offline
             # partitions' elections, then its OfflineReplica transitions) before any new event.
-            for tp in sorted(ctl.ctx.assignments):
-                e = ctl.pending_election(tp)
-                if e and e[0] in ("new", "offline"):
+            step = ctl.current_event_step()
+            if step is not None:
+                kind, tp, r = step
+                if kind == "elect":
                     return lambda c=c, tp=tp: self.elect_leader(c, tp)
-            for tp, r in ctl.replicas_to_take_offline():
                 return lambda c=c, tp=tp, r=r: self.remove_replica_from_isr(c, tp, r)
             for b in ctl.broker_changes():
                 return lambda c=c, b=b: self.broker_change(c, b)

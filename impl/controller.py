@@ -84,6 +84,9 @@ BROKER_CHANGE = "BrokerChange"
 ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
 TOPIC_DELETION = "TopicDeletion"
 TOPIC_CHANGE = "TopicChange"
+#: the elections that are steps of the event a controller is in (a preferred or
+#: controlled-shutdown election is an event of its own)
+EVENT_STEP_STRATEGIES = frozenset(("new", "offline"))
 # KafkaController's ZNodeChildChangeHandlers: the active controller keeps a child watch on
 # each path (re-registered whenever its event is handled), so a change is never missed;
 # between the watch firing and the event being handled, the event is in the queue.
@@ -427,6 +430,22 @@ class Controller(ReassignmentSteps):
             out += self._leader_and_isr(tp, li, [x for x in self.ctx.assignments[tp] if x in self._live()])
         self.zk.delete_preferred_replica_election()
         return out
+
+    def current_event_step(self):
+        """The next step of the event this controller is in, as Kafka's one event thread
+        runs it before any new event (``onReplicasBecomeOffline``, ``onBrokerStartup``):
+        ("elect", tp, None) for a new or offline partition's election, then
+        ("offline", tp, r) for an OfflineReplica transition; None when the event is done."""
+        ctx = self.ctx
+        if ctx is None:
+            return None
+        for tp in sorted(ctx.assignments):
+            e = self.pending_election(tp)
+            if e and e[0] in EVENT_STEP_STRATEGIES:
+                return "elect", tp, None
+        for tp, r in self.replicas_to_take_offline():
+            return "offline", tp, r
+        return None
 
     # -- OfflineReplica: removal from the ISR ---------------------------------------------------------
     def replicas_to_take_offline(self) -> list[tuple[TopicPartition, int]]:

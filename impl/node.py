@@ -115,12 +115,12 @@ def next_controller_operation(ctl):
     if ctl.in_reassignment_event():
         step, tp, _leader = steps[0]
         return f"reassign step {step} {tp}", lambda: ctl.reassignment_step(step, tp)
-    for tp in sorted(ctl.ctx.assignments):      # the current event's steps first (Kafka's one event thread)
-        e = ctl.pending_election(tp)
-        if e and e[0] in ("new", "offline"):
-            return f"elect leader {tp}", lambda tp=tp: ctl.elect_leader(tp)
-    for tp, r in ctl.replicas_to_take_offline():
-        return f"offline replica {r} {tp}", lambda tp=tp, r=r: ctl.remove_replica_from_isr(tp, r)
+    step = ctl.current_event_step()             # the current event's steps first (Kafka's one event thread)
+    if step is not None:
+        kind, tp, r = step
+        if kind == "elect":
+            return f"elect leader {tp}", lambda: ctl.elect_leader(tp)
+        return f"offline replica {r} {tp}", lambda: ctl.remove_replica_from_isr(tp, r)
     for b, kind in ctl.broker_changes().items():
         if kind == "failure":
             return f"broker failure {b}", lambda: ctl.on_broker_failure(b)
