@@ -18,7 +18,10 @@ IsrChangeNotification, DeliverLeaderAndIsr, ShrinkIsr and ExpandIsr, with both
 fencing flags; and partition reassignment (spec/reassign.py): ReassignPartitions,
 StartReassignment, the steps Reassign* and CompleteReassignment, DeliverStopReplica
 (FIFO after its controller's LeaderAndIsr), a controller inside a reassignment event
-taking no other controller action (``reassign.busy``).  With reassignment an AR is
+taking no other controller action (``reassign.busy``); and the controller's event order
+(``controller_event_order``, spec.controller.event_order): a controller with a step of
+its current event enabled takes no new event, elections before RemoveReplicaFromIsr.
+With reassignment an AR is
 the index of one of the finitely many ordered ARs the configured requests can
 produce (``enc.ars[p]``: the initial AR, each RAR, OAR + RAR), kept as an index so
 that elections keep the AR's order, and read as a bit-vector set with
@@ -85,8 +88,6 @@ def unsupported(cfg) -> str | None:
         return "topic deletion is not encoded symbolically; set max_topic_deletions=0"
     if getattr(cfg, "atomic_controller", False):
         return "the atomic controller (atomic_controller=true) is not encoded symbolically; set it to false"
-    if getattr(cfg, "controller_event_order", False):
-        return "the controller's event order (controller_event_order=true) is not encoded symbolically; set it to false"
     return None
 
 

@@ -37,6 +37,38 @@ class ControllerEncoding:
             busy.append(z3.And(r.has, z3.Or(steps, six)))
         return z3.Not(z3.Or(busy))
 
+    # the controller's event order (spec.controller.event_order)
+
+    def _election_step(self, f: KFrame, c: int):
+        """Controller ``c`` (not busy) has an election step of its current event
+        enabled: ``ElectLeader`` new or offline (spec.controller.is_event_step)."""
+        key = ("election_step", c)
+        if key not in f.memo:
+            f.memo[key] = z3.Or([self._elect_guard(f, c, q, st) for q in range(self.np) for st in ("new", "offline")])
+        return f.memo[key]
+
+    def _no_step(self, f: KFrame, c: int) -> list:
+        """With ``controller_event_order``, the conjunct of a new event's guard: ``c`` has
+        no step of its current event enabled (an election above, or
+        ``RemoveReplicaFromIsr``).  Every step's guard holds only while ``c`` is not busy
+        (``_idle``), which is spec.controller.event_order's exception for a controller
+        inside a reassignment event.  No conjunct without the rule (the guards stay the
+        terms they were)."""
+        if not self.cfg.controller_event_order:
+            return []
+        key = ("no_step", c)
+        if key not in f.memo:
+            removes = [self._remove_guard(f, c, q, r) for q in range(self.np) for r in self.ar[q]]
+            f.memo[key] = z3.Not(z3.Or(self._election_step(f, c), *removes))
+        return [f.memo[key]]
+
+    def _no_election_step(self, f: KFrame, c: int) -> list:
+        """With ``controller_event_order``, the conjunct of ``RemoveReplicaFromIsr``'s
+        guard: an event's elections come before its OfflineReplica transitions."""
+        if not self.cfg.controller_event_order:
+            return []
+        return [z3.Not(self._election_step(f, c))]
+
     # the requests in flight: an array (prove) or one slot per step (bmc)
 
     def _no_requests(self, f: KFrame, b: int):
@@ -157,7 +189,8 @@ class ControllerEncoding:
     def _broker_failure(self, c: int, x: int) -> SymAction:
         def guard(f, p):
             seen = f.ctx[c].live[x]
-            return z3.And(self._watching(f, c), seen > 0, f.session[x] != seen, self._idle(f, c))
+            return z3.And(self._watching(f, c), seen > 0, f.session[x] != seen, self._idle(f, c),
+                          *self._no_step(f, c))
 
         def update(f, p):
             u = Updates(f)
@@ -179,7 +212,8 @@ class ControllerEncoding:
 
     def _broker_startup(self, c: int, x: int) -> SymAction:
         def guard(f, p):
-            return z3.And(self._watching(f, c), f.ctx[c].live[x] == 0, f.session[x] > 0, self._idle(f, c))
+            return z3.And(self._watching(f, c), f.ctx[c].live[x] == 0, f.session[x] > 0, self._idle(f, c),
+                          *self._no_step(f, c))
 
         def update(f, p):
             u = Updates(f)
@@ -270,10 +304,15 @@ class ControllerEncoding:
         car = self._ctx_ar(f, c, q)
         return [(r, z3.And(self.in_ar(q, car, r), self._live(f, c, r))) for r in self.ar[q] if r != but]
 
+    def _elect_guard(self, f: KFrame, c: int, q: int, strategy: str):
+        ok = self._election(f, c, q, strategy)[0]
+        return z3.And(f.ctx[c].has, f.alive[c], ok, self._idle(f, c))
+
     def _elect_leader(self, c: int, q: int, strategy: str) -> SymAction:
         def guard(f, p):
-            ok = self._election(f, c, q, strategy)[0]
-            return z3.And(f.ctx[c].has, f.alive[c], ok, self._idle(f, c))
+            g = self._elect_guard(f, c, q, strategy)
+            extra = self._no_step(f, c) if strategy == "preferred" else []   # an event of its own
+            return z3.And(g, *extra) if extra else g
 
         def update(f, p):
             u = Updates(f)
@@ -298,14 +337,18 @@ class ControllerEncoding:
         return SymAction("ElectLeader", (("controller", c), ("partition", q), ("strategy", strategy)),
                          guard, update, explicit)
 
+    def _remove_guard(self, f: KFrame, c: int, q: int, r: int):
+        ctx = f.ctx[c]
+        rs = ctx.rstate[q][self.ar[q].index(r)]
+        return z3.And(ctx.has, f.alive[c], z3.Or(rs == R_ONLINE, rs == R_NEW), ctx.live[r] == 0,
+                      self.in_ar(q, self._ctx_ar(f, c, q), r), self._idle(f, c))
+
     def _remove_from_isr(self, c: int, q: int, r: int) -> SymAction:
         i = self.ar[q].index(r)
 
         def guard(f, p):
-            ctx = f.ctx[c]
-            rs = ctx.rstate[q][i]
-            return z3.And(ctx.has, f.alive[c], z3.Or(rs == R_ONLINE, rs == R_NEW), ctx.live[r] == 0,
-                          self.in_ar(q, self._ctx_ar(f, c, q), r), self._idle(f, c))
+            g, extra = self._remove_guard(f, c, q, r), self._no_election_step(f, c)
+            return z3.And(g, *extra) if extra else g
 
         def update(f, p):
             u = Updates(f)
@@ -329,7 +372,7 @@ class ControllerEncoding:
         def guard(f, p):
             z, cache = f.zk[q], f.ctx[c].cache[q]
             return z3.And(self._watching(f, c), z.version > cache.version, z.leader == cache.leader,
-                          z.leader_epoch == cache.leader_epoch, self._idle(f, c))
+                          z.leader_epoch == cache.leader_epoch, self._idle(f, c), *self._no_step(f, c))
 
         def update(f, p):
             u = Updates(f)

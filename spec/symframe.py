@@ -107,6 +107,9 @@ class KFrame(Frame):
         super().__init__(tag, [])
         n, np_, ar = enc.n, enc.np, enc.ar
         self.enc, self.n, self.partitions, self.ar = enc, n, np_, ar
+        # terms built once per frame and shared by many guards (the event order's
+        # "no step of controller c enabled")
+        self.memo: dict = {}
         I, B, BV = enc.I, z3.BoolSort(), z3.BitVecSort(n)
 
         def li(prefix: str) -> LI:

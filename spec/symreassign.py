@@ -98,7 +98,8 @@ class ReassignEncoding:
 
     def _start_reassignment(self, c: int, q: int) -> SymAction:
         def guard(f, p):
-            return z3.And(self._watching(f, c), z3.Not(f.rctx[c][q].has), f.zk_reassign[q] != -1, self._idle(f, c))
+            return z3.And(self._watching(f, c), z3.Not(f.rctx[c][q].has), f.zk_reassign[q] != -1, self._idle(f, c),
+                          *self._no_step(f, c))
 
         def update(f, p):
             u = Updates(f)
@@ -129,7 +130,9 @@ class ReassignEncoding:
         n = self.n
 
         def guard(f, p):
-            g = [f.ctx[c].has, f.alive[c], f.rctx[c][q].has, self._next_is(f, c, q, k)]
+            # _no_step: a step of a controller that is not busy waits for its current
+            # event's steps like a new event (spec.controller.event_order)
+            g = [f.ctx[c].has, f.alive[c], f.rctx[c][q].has, self._next_is(f, c, q, k), *self._no_step(f, c)]
             if name == "2":
                 g.append(f.zk[q].version != -1)
             if name == "7":

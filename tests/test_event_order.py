@@ -28,7 +28,6 @@ from impl.adapter import KafkaImplementation
 from spec.atomic import expand
 from spec.controller import UNORDERED, is_event_step
 from spec.family import FAMILY
-from spec.symbolic import unsupported
 
 RESTART = Path(__file__).parent / "data" / "restart-before-offline-replica-data-hw-wide.json"
 
@@ -148,12 +147,6 @@ def test_atomic_expansion_is_a_path_of_the_full_model_with_the_rule(preset, seed
         s = atomic.next_state(s, a)
     full = build(preset, atomic_controller=False, controller_event_order=True)
     replay_path(full, expand(atomic, acts))   # raises if a step is not enabled
-
-
-def test_the_symbolic_encoding_refuses_the_rule():
-    m = build("failover", controller_event_order=True)
-    assert "controller_event_order" in unsupported(m.cfg)
-    assert unsupported(build("failover").cfg) is None
 
 
 # Counterexamples of the model with the rule, kept for the day it becomes the default:
