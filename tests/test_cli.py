@@ -164,6 +164,21 @@ def test_replay_when_the_model_changed(tmp_path):
     assert r.returncode == 0 and "not declared by the model" in r.stdout
 
 
+def test_replay_set_replays_with_one_key_changed(tmp_path):
+    """``--set`` replays the trace with another value for a key of its config: the
+    trace saved with k=2, edited to k=5, violates again with --set k=2."""
+    r = check(tmp_path, "--set", "toy=grid", "--set", "k=2", "--quiet")
+    assert r.returncode == 1
+    (trace,) = (tmp_path / "traces").glob("SumNotK-default-custom-*.json")
+    edited = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", 5))
+    r = kmc("replay", edited, *TOYS, "--set", "k=2")
+    assert r.returncode == 0, r.stderr
+    assert "  --set:     k=2 (replayed with these values, not the trace's own)" in r.stdout
+    assert "'SumNotK' is still violated" in r.stdout
+    assert_one_line_error(kmc("replay", edited, *TOYS, "--set", "nokey=1"), 2, "unknown config key 'nokey'")
+    assert_one_line_error(kmc("replay", edited, *TOYS, "--set", "k"), 2, "--set expects key=value")
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda d: d.pop("property"), "missing field 'property'"),
     (lambda d: d.__setitem__("format_version", 99), "this kmc reads format_version 1"),

@@ -2,17 +2,21 @@
 
 Only the invariants files the command line names are run, never the ones the trace
 records; the trace's own words are shown escaped.  ``--step N`` stops at step N and
-shows the whole state there; ``--html`` also writes the trace as one page.
+shows the whole state there; ``--html`` also writes the trace as one page.  ``--set``
+replays with one key of the trace's config changed: a trace saved without a key takes
+the key's current default, so a trace saved before a default changed replays with
+the old value set again.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, config_text, count, fail,
                              model_properties, nonneg, one_line, para, trace_family, user_property_error, wrap)
-from checker.config import resolve
+from checker.config import parse_set, resolve
 from checker.errors import ModelError, UsageError
 from checker.invariants import load_all
 from checker.output import check_output, write_output
@@ -37,6 +41,10 @@ def register(sub: Any, fmt: Any) -> None:
     r.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
                    help="re-check the trace's user property from this file instead of the file the trace "
                         "records (repeatable)")
+    r.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="replay with this value for one key of the trace's config (repeatable): a key the trace "
+                        "does not record takes its current default, so a trace saved before a default changed "
+                        "needs the old value set")
     r.add_argument("--html", metavar="OUT.html",
                    help="also write the trace as one self-contained HTML page (no server, no network)")
     r.add_argument("--force", action="store_true", help="overwrite OUT.html if it exists")
@@ -44,6 +52,7 @@ def register(sub: Any, fmt: Any) -> None:
 
 
 def cmd_replay(args: argparse.Namespace, command: str) -> int:
+    overrides = parse_set(args.set)   # a malformed --set before loading anything
     trace = load_trace(args.file)
     if args.html:
         check_output(args.html, args.force, "--html")
@@ -52,6 +61,9 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
                          f"pick one of them")
     family, family_ref = trace_family(trace, args.model)
+    unrecorded = {k: p.default for k, p in family.parameters.items() if k not in trace.config and k not in overrides}
+    if overrides:   # an unknown key or a bad value is bad input (exit 2), not a trace that no longer fits
+        trace = dataclasses.replace(trace, config=resolve(family, None, {**trace.config, **overrides}))
 
     def resolver(ref: str) -> Any:
         return family
@@ -77,6 +89,9 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     print(one_line(f"  model:     {trace.model_name} {trace.model_version} (family {family_ref}), "
                    f"preset {trace.preset or '-'}"))
     print(config_text("  config:    ", {k: one_line(v) if isinstance(v, str) else v for k, v in trace.config.items()}))
+    if overrides:
+        print(one_line("  --set:     " + " ".join(f"{k}={v}" for k, v in overrides.items())
+                       + " (replayed with these values, not the trace's own)"))
     print(f"  trace:     {count(last + 1, 'state')} (steps 0..{last}), {count(last, 'action')}")
     print(one_line(f"  created:   {trace.created_by}"))
     print()
@@ -103,6 +118,11 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
         elif res.failed_step is not None and "differ" in (res.reason or ""):
             print("  the recorded and re-derived describe() views are identical: the difference is in a part "
                   "of the state describe() does not show, or the recorded fingerprint was edited")
+        if unrecorded:
+            shown_default = {k: str(v).lower() if isinstance(v, bool) else v for k, v in unrecorded.items()}
+            print(one_line("note: the trace does not record " + ", ".join(f"{k} (replayed with its default, {v})"
+                                                                          for k, v in shown_default.items())
+                           + "; if it was saved before a default changed, replay it with --set KEY=VALUE"))
         fail(f"trace no longer fits the model: {res.reason}", command)
         return EXIT_FAIL
     print()
