@@ -45,7 +45,7 @@ class _Acc:
         self.value.update(d)
 
 
-def run(spec: str, n: int, profile: bool) -> dict:
+def run(spec: str, n: int, profile: bool, own_copies: bool = True) -> dict:
     import numpy as np
     from pyspark import cloudpickle
 
@@ -99,6 +99,7 @@ def run(spec: str, n: int, profile: bool) -> dict:
     shipped = 0
     while frontier:
         params = {"token": "bench", "level": level, "n": n, "sample": 0, "chunk": 200, "placed": place is not None,
+                  "own_copies": own_copies,
                   "steps": tuple(i for i, p in enumerate(props) if p.step),
                   "props": tuple(i for i, p in enumerate(props) if p.kind == "always" and not p.step),
                   "witnesses": tuple(wits), "deadlock": True, "known": tuple(known)}
@@ -149,7 +150,7 @@ def run(spec: str, n: int, profile: bool) -> dict:
         sys.exit(f"benchmark: the tasks found {distinct} states, the local engine {local.stats.distinct}")
     if prof:
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(30)
-    return {"configuration": spec, "partitions": n, "distinct": distinct, "shipped_per_distinct": round(shipped / distinct, 3),
+    return {"configuration": spec, "partitions": n, "own_copies": own_copies, "distinct": distinct, "shipped_per_distinct": round(shipped / distinct, 3),
             "local_cpu": round(local_cpu, 2), "tasks_cpu": round(whole, 2),
             "tasks_over_local": round(whole / local_cpu, 3), **{k: round(v, 2) for k, v in cpu.items()},
             "load": os.getloadavg()}
@@ -160,10 +161,12 @@ def main() -> None:
     ap.add_argument("configuration", nargs="?", default="small:max_isr_shrinks=2")
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--profile", action="store_true", help="cProfile the tasks (top 30 by own time, on stderr)")
+    ap.add_argument("--no-own-copies", action="store_true",
+                    help="read every new state from the winner's copy (checker.spark.merge.own_copies off)")
     args = ap.parse_args()
     if args.partitions < 1:
         sys.exit("benchmark: --partitions must be at least 1")
-    print(json.dumps(run(args.configuration, args.partitions, args.profile)))
+    print(json.dumps(run(args.configuration, args.partitions, args.profile, not args.no_own_copies)))
 
 
 if __name__ == "__main__":

@@ -147,6 +147,35 @@ def test_placement_depends_on_the_key_only_and_is_optional():
     assert place((("zk", (1, 3)), 1)) != place((key, 1))
 
 
+class CountedKey(tuple):
+    """A key whose repr counts its calls (still a plain tuple's repr)."""
+
+    calls = 0
+
+    def __repr__(self) -> str:
+        CountedKey.calls += 1
+        return tuple.__repr__(self)
+
+
+class PromisedKeyed(Keyed):
+    equal_states_encode_equally = True
+
+
+@pytest.mark.parametrize("model, reprs", [(Keyed(), 3), (PromisedKeyed(), 1)])
+def test_placement_remembers_equal_keys_by_value_when_the_model_promises_it(model, reprs):
+    """A changed key is a new object each time; a model whose equal states (hence
+    equal keys) encode equally has the hash remembered by the key's value, so three
+    equal keys cost one repr, and the placement is the one repr gives."""
+    from checker.fingerprint import placement_fn
+
+    place = placement_fn(model)
+    CountedKey.calls = 0
+    got = {place((CountedKey(("zk", (1, i - i))), i)) for i in range(3)}   # three equal, distinct keys
+    assert CountedKey.calls == reprs
+    assert got == {int.from_bytes(hashlib.blake2b(b"('zk', (1, 0))", digest_size=8).digest(), "little") >> 1}
+    assert place((("zk", [1]), 0)) == place((("zk", [1]), 1))   # unhashable: by repr alone, no error
+
+
 def test_a_raising_partition_key_names_the_hook():
     from checker.fingerprint import placement_fn
 

@@ -213,6 +213,23 @@ def test_placement_by_partition_key(sc):
         assert all(len(f) == parts for f in frontiers) and sum(map(sum, frontiers)) > 0
 
 
+def test_new_states_read_from_the_partitions_own_copies(sc, monkeypatch):
+    """Placed by y, (x+1, y+1) is reached first (the smaller order key: IncX before
+    IncY) from (x+1, y), which may live on another partition, and also from (x, y+1)
+    on its own: the merge then reads the winner's value from its own copy
+    (checker.spark.merge.own_copies), and the answers stay the local engine's, with
+    the trace; KMC_SPARK_OWN_COPIES=0 reads every state from the winner's copy."""
+    props = [always("NotFar", lambda s: s.x + s.y < 9)]
+    local = summary(bfs.check(PlacedByY(6, 9), properties=props))
+    read = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("KMC_SPARK_OWN_COPIES", flag)
+        r = spark_check(PlacedByY(6, 9), sc=sc, partitions=2, properties=props)
+        assert summary(r) == local
+        read.append(sum(lv.get("own_copies", 0) for lv in r.engine["levels"]))
+    assert read[0] > 0 and read[1] == 0, read
+
+
 def test_placement_by_fingerprint_when_asked(sc):
     """One key for every state: by key, one partition holds them all; asked to place
     by fingerprint (--spark-placement fingerprint), the engine ignores the hook."""
@@ -236,6 +253,13 @@ class PlacedGrid(Grid):
 
     def partition_key(self, s):
         return s.x
+
+
+class PlacedByY(Grid):
+    name = "placed-by-y"
+
+    def partition_key(self, s):
+        return s.y
 
 
 class RaisingKey(Grid):

@@ -52,6 +52,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, placement_fn, validate_state
+from checker.fingerprint import fingerprint_fn, placement_fn, repr_encoded, validate_state
 from checker.model import Model, Property
 from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
 from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, Visitor, unreached_witnesses
@@ -189,6 +190,8 @@ class _Run(Counters):
         self.time_limit: float | None = None  # Settings.time_limit: looked at after each level
         self.chunk = CHUNK
         self.place = placement_fn(model)   # None: states are placed by fingerprint
+        # A merge reads a new state from its partition's own equal copy (merge.own_copies).
+        self.own_copies = repr_encoded(model) and os.environ.get("KMC_SPARK_OWN_COPIES", "1") != "0"
         self.places: _Places | None = None
         self.job_seconds = 0.0
         self.exec_rss = 0
@@ -196,6 +199,7 @@ class _Run(Counters):
         self.level_cpu = (0.0, 0.0)
         self.level_parts: tuple[list, list] = ([], [])
         self.shipped = 0
+        self.encoded = self.own_read = 0
         self.frontier_bytes = 0
 
     # -- driver ---------------------------------------------------------------------
@@ -386,7 +390,7 @@ class _Run(Counters):
         per_task = math.ceil(self.sample_left / self.n) if self.sample_left > 0 else 0
         p = {
             "token": self.token, "level": d, "n": self.n, "sample": per_task, "chunk": self.chunk,
-            "placed": self.place is not None,
+            "placed": self.place is not None, "own_copies": self.own_copies,
             "steps": tuple(self.active_steps), "props": tuple(self.active_props),
             "witnesses": tuple(self.active_wits),
             "deadlock": self.check_deadlock and not self.deadlock_found,
@@ -428,6 +432,8 @@ class _Run(Counters):
         self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.visited_count = sum(m["visited"] for m in mg)
         self.shipped = sum(m["received"] for m in mg)
+        self.encoded = sum(e.get("encoded", 0) for e in ex)
+        self.own_read = sum(m.get("own_copies", 0) for m in mg)
         if stop is not None:
             gen, counts, new, enabled, new_by = self.jobs.count_until(L, L2, self._params(), stop)
             self.add_counts(gen, counts)
@@ -455,9 +461,10 @@ class _Run(Counters):
         secs = time.perf_counter() - t0
         self.levels.append({"level": d, "frontier": frontier, "new": new, "distinct": self.distinct,
                             "seconds": round(secs, 4), "job_seconds": round(self.job_seconds, 4),
-                            "task_cpu": self.level_cpu, "shipped": self.shipped,
+                            "task_cpu": self.level_cpu, "shipped": self.shipped, "encoded": self.encoded,
+                            "own_copies": self.own_read,
                             "part_frontier": self.level_parts[0], "part_cpu": self.level_parts[1]})
-        self.shipped = 0
+        self.shipped = self.encoded = self.own_read = 0
         self.level_parts = ([], [])
         self.job_seconds = 0.0
         self.level_cpu = (0.0, 0.0)

@@ -144,6 +144,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     prop_checks = bool(wit_checks or state_checks)
     packed = _PACKED
     generated = 0
+    encoded = 0
 
     for j, s in enumerate(states):
         sfp = fps_list[j]
@@ -226,6 +227,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                 continue
             h = None if recent is None else recent_get(t)
             if h is None:
+                encoded += 1
                 try:
                     h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                    "little", signed=True)
@@ -292,6 +294,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
                     same = False
                 dest_append(pid if same else place(t) % n)
     stats["gen"] = generated
+    stats["encoded"] = encoded
     stats["sample_left"] = sample
     out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix), c_dest if place else None))
 

@@ -73,16 +73,22 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         first = np.ones(len(fs), dtype=bool)
         first[1:] = fs[1:] != fs[:-1]
         sel = order[first]
+        # Where each new state's value is read from (``loc``): the winner's own copy,
+        # or, with ``own_copies``, an equal state this partition generated itself.
+        loc = own_copies(blobs, pid, src, fps, sel, first) if params.get("own_copies") else sel
         if len(v_fp):
             ufp = fps[sel]
             at = np.searchsorted(v_fp, ufp)
             at[at >= len(v_fp)] = 0
-            sel = sel[v_fp[at] != ufp]
-        sel = sel[np.argsort(keys[sel], kind="stable")]   # BFS order
+            new = v_fp[at] != ufp
+            sel, loc = sel[new], loc[new]
+        bfs = np.argsort(keys[sel], kind="stable")   # BFS order
+        sel, loc = sel[bfs], loc[bfs]
     else:
-        sel = EMPTY_I64
+        sel = loc = EMPTY_I64
 
     stats["new"] = len(sel)
+    stats["own_copies"] = int(np.count_nonzero(loc != sel))
     stats["received"] = len(fps) if blobs else 0
     stats["new_fps"] = fps[sel] if len(sel) else EMPTY_I64
     if len(sel):
@@ -100,7 +106,7 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         n_keys = keys[sel]
         n_src = src[sel]
         n_pos = pos[sel]
-        n_chunk = chunk[sel]
+        n_chunk = chunk[loc]
         if any(b[7] for b in blobs):
             _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats)
         by_fp = np.argsort(n_fp, kind="stable")
@@ -112,7 +118,7 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
         remap = np.full(len(chunks), -1, dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
         new_part = (TAG_PART, v_fp, v_par, v_act, n_fp, n_keys.tobytes(), remap[n_chunk],
-                    (n_pos % size).astype(np.int32), [chunks[j] for j in used.tolist()], n_name, f_names)
+                    (pos[loc] % size).astype(np.int32), [chunks[j] for j in used.tolist()], n_name, f_names)
     else:
         new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [], EMPTY_U32, ())
     stats["visited"] = len(v_fp)
@@ -121,6 +127,28 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
     stats["rss"], stats["cpu"] = peak_rss(), time.process_time() - cpu
     acc.add({("merge", level, pid): stats})
     return (pid, new_part)
+
+
+def own_copies(blobs: list, pid: int, src, fps, sel, first):
+    """For each winner ``sel`` (the first of its fingerprint's run in ``fps``
+    sorted by fingerprint, then key; ``first`` marks the runs' starts), a
+    candidate with the same fingerprint that this very partition generated, where
+    there is one, else the winner itself.
+
+    With states placed by ``partition_key``, about nine in ten of the successors a
+    partition receives from another one are states it generated itself in the same
+    level (``small:max_isr_shrinks=2`` on two partitions: 43,003 of 47,492): two
+    interleavings of a change of the key and a step that keeps it.  The winner (the
+    smallest key) keeps its parent link, key, action name and property outcomes; only
+    the value is read from the local copy, so the other partition's chunks mostly go
+    unused and are dropped here: never stored with the frontier, never unpickled.
+    Sound only where equal fingerprints mean equal values (the default ``repr``
+    encoding of plain values: the driver decides, ``own_copies``)."""
+    own = np.array([b[1] == pid for b in blobs], dtype=bool)[src]
+    if own.all() or not own.any():
+        return sel
+    alt = np.lexsort((~own, fps))[first]   # per fingerprint, a local candidate first
+    return np.where(own[alt], alt, sel)
 
 
 def _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats) -> None:
