@@ -147,10 +147,11 @@ def run_tree(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, fl
     return subprocess.CompletedProcess(cmd, p.returncode, out, err), max(seen, waited), wall
 
 
-def checker_at(rev: str, into: Path) -> Path:
-    """``checker/`` of commit ``rev``, extracted under ``into``."""
+def checker_at(rev: str, into: Path, model: bool = False) -> Path:
+    """``checker/`` of commit ``rev`` (and ``spec/`` with ``model``), extracted under ``into``."""
     repo = os.environ.get("KMC_BENCH_GIT", str(ROOT))    # a copy of the tree outside its repository
-    tar = subprocess.run(["git", "-C", repo, "archive", rev, "checker"], capture_output=True, check=True)
+    tar = subprocess.run(["git", "-C", repo, "archive", rev, "checker", *(["spec"] if model else [])],
+                         capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True)
     return into
 
@@ -195,11 +196,13 @@ def main() -> None:
     ap.add_argument("--no-before", action="store_true", help="skip the 'before' runs")
     ap.add_argument("--spark-before", action="store_true", help="also run the 'before' checker on Spark")
     ap.add_argument("--spark-only", action="store_true", help="only the Spark table")
+    ap.add_argument("--before-model", action="store_true",
+                    help="the 'before' runs take spec/ from --before too (e.g. to compare the model's partition_key)")
     ap.add_argument("--spark-fingerprint", action="store_true",
                     help="also run local[2] with states placed by fingerprint (the model's partition_key ignored)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
-    old = None if args.no_before else checker_at(args.before, tmp)
+    old = None if args.no_before else checker_at(args.before, tmp, args.before_model)
     new_env, old_env = env_with(None), env_with(old)
 
     if args.spark_only:

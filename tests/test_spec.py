@@ -333,3 +333,36 @@ def test_only_a_controlled_shutdown_election_moves_the_leader_for_a_shutdown():
                 setters.add((a.name, a.get("strategy")))
             todo.append(t)
     assert setters == {("ElectLeader", "controlled_shutdown")}
+
+
+def test_partition_key_keeps_a_state_with_its_parent_unless_a_leader_or_the_cluster_changes():
+    """The Kafka model places states on Spark partitions by ZooKeeper without the ISRs
+    (KafkaModel.partition_key): a successor that keeps ``zk`` gets its parent's very
+    key object (the engine places it without hashing), one whose only ZooKeeper
+    change is an ISR an equal key, and an election a different one."""
+    from checker.fingerprint import placement_fn
+
+    m = FAMILY.build(resolve(FAMILY, "small", {}))
+    place = placement_fn(m)
+    seen = {"same": 0, "isr": 0, "other": 0}
+    frontier = list(m.init_states())
+    for _ in range(8):
+        nxt = []
+        for s in frontier:
+            for a in m.actions(s):
+                t = m.next_state(s, a)
+                nxt.append(t)
+                ks, kt = m.partition_key(s), m.partition_key(t)
+                if t.zk is s.zk:
+                    assert kt is ks
+                    seen["same"] += 1
+                elif [(p.leader, p.leader_epoch) for p in t.zk.partitions] == \
+                        [(p.leader, p.leader_epoch) for p in s.zk.partitions] and \
+                        t.zk._replace(partitions=s.zk.partitions) == s.zk:
+                    assert kt == ks and place(t) == place(s), a
+                    seen["isr"] += 1
+                else:
+                    assert kt != ks, a
+                    seen["other"] += 1
+        frontier = nxt[:400]
+    assert all(seen.values()), seen
