@@ -305,7 +305,7 @@ class KafkaImplementation:
         self.cluster = Cluster(self.n, broker_config, state_change_dir)
         self.budget = FaultBudget(config)
         self.atomic_controller = bool(_cfg(config, "atomic_controller", False))
-        self.event_order = bool(_cfg(config, "controller_event_order", False))
+        self.event_order = bool(_cfg(config, "controller_event_order", True))
         self.pending_acks: list[tuple] = []     # the producers' acks=all writes not yet acknowledged
         self.acknowledged: list[tuple] = []
         # Kafka's round-robin assignment: partition p's replicas start at broker p.

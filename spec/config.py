@@ -20,7 +20,7 @@ class KafkaConfig:
     max_records: int = 0                    # records producers may write in all
     truncation: str = "kip320"              # high_watermark | kip101 | kip279 | kip320
     atomic_controller: bool = False         # the controller reacts within the step of each event (spec/atomic.py)
-    controller_event_order: bool = False    # the controller finishes an event's steps before it takes another event
+    controller_event_order: bool = True     # the controller finishes an event's steps before it takes another event
     min_insync_replicas: int = 1            # min.insync.replicas for acks=all
     producer_acks: str = "all"              # all | 1 | 0 | both
     metadata_cache: bool = False            # UpdateMetadata and the brokers' MetadataCache; producers route by it

@@ -28,7 +28,8 @@ _DOCS = {
                          "every trace still one of the full model (spec/atomic.py); for deep data-path checks",
     "controller_event_order": "Kafka's single controller event thread: while a step of its current event (an "
                               "OfflineReplica transition, a new or offline partition's election) is enabled, a "
-                              "controller takes no new event (docs/model.md)",
+                              "controller takes no new event (the default; false allows every order, a coarser "
+                              "model that Kafka's ControllerEventManager does not follow; docs/model.md)",
     "min_insync_replicas": "min.insync.replicas: acks=all is refused while the ISR is smaller",
     "metadata_cache": "the controller sends UpdateMetadata with every leadership change and brokers keep a "
                       "MetadataCache (behind the controller-epoch check); producers send to the leader a cache "

@@ -23,8 +23,8 @@ def run(preset, only=None):
 
 # preset -> (first violated property, its length, distinct states at the stop)
 FIRST = {
-    "data-unclean": ("LeaderElectedFromIsr", 7, 492),
-    "data-hw": ("HighWatermarkBelowIsrLeo", 11, 6563),
+    "data-unclean": ("LeaderElectedFromIsr", 7, 449),
+    "data-hw": ("HighWatermarkBelowIsrLeo", 11, 5438),
 }
 # preset -> (data-loss property, shortest length)
 LOSS = {
@@ -57,5 +57,5 @@ def test_known_anomaly_loses_acknowledged_data(preset):
 def test_kip320_holds_at_the_same_bounds():
     r = run("data-kip320")
     assert r.verdict == OK
-    assert (r.stats.distinct, r.stats.depth) == (103120, 33)
+    assert (r.stats.distinct, r.stats.depth) == (59904, 34)
     assert all(d is not None for d in r.stats.witnesses.values())

@@ -28,6 +28,7 @@ from impl.adapter import KafkaImplementation
 from spec.atomic import expand
 from spec.controller import UNORDERED, is_event_step
 from spec.family import FAMILY
+from tests.cli_support import kmc
 
 RESTART = Path(__file__).parent / "data" / "restart-before-offline-replica-data-hw-wide.json"
 
@@ -91,7 +92,8 @@ def test_the_rule_removes_only_new_events_and_early_offline_replicas():
     enabled, or an OfflineReplica transition while that controller's event still has
     an election to run."""
     for preset, over in (("shutdown", {"max_crashes": 0}), ("failover", {"max_isr_shrinks": 0})):
-        on, off = build(preset, controller_event_order=True, **over), build(preset, **over)
+        on = build(preset, controller_event_order=True, **over)
+        off = build(preset, controller_event_order=False, **over)
         g = explore(on)
         assert g.complete
         dropped = 0
@@ -123,7 +125,8 @@ def test_the_reference_broker_follows_the_event_order(preset, over):
     with it does not enable (``kmc conform --probe``)."""
     cfg = resolve(FAMILY, preset, {**over, "controller_event_order": True})
     model = FAMILY.build(cfg)
-    vocabulary = sorted({a for _, a, _ in explore(build(preset, **over)).edges}, key=str)
+    vocabulary = sorted({a for _, a, _ in explore(build(preset, controller_event_order=False, **over)).edges},
+                        key=str)
     h = Harness(model, KafkaImplementation, cfg, vocabulary)
     cover = covering_set(explore(model))
     assert cover.covered == len(cover.graph.edges)
@@ -215,3 +218,13 @@ def test_the_non_kafka_orders_are_refused_at_the_step_named_and_violate_without_
         "LogsMatchBelowHighWatermark-data-kip101-3-custom": (13, "BrokerFailure"),
         "ReassignmentCompletesWhenQuiescent-reassign-crash": (15, "ReassignOnlineReplicas"),
     }
+
+
+@pytest.mark.parametrize("path", NON_KAFKA_ORDER, ids=lambda p: p.stem)
+def test_kmc_replay_refuses_a_non_kafka_order_by_default_and_replays_it_with_the_rule_off(path):
+    r = kmc("replay", path)
+    assert r.returncode == 1 and "no longer fits the model" in r.stderr
+    assert "note: the trace does not record controller_event_order (replayed with its default, true)" in r.stdout
+    r = kmc("replay", path, "--set", "controller_event_order=false")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "is still violated on the final state" in r.stdout

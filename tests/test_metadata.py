@@ -106,11 +106,12 @@ def test_data_cache_conforms_on_every_transition_with_probe():
 
 @pytest.mark.slow
 def test_data_cache_with_a_crash_conforms_on_every_transition():
-    """With a crash (11,035 states, 30,653 transitions; about 4 minutes)."""
+    """With a crash (7,863 states, 20,819 transitions; 11,035 and 30,653 without the
+    controller's event order)."""
     m, cfg = _model("data-cache", {"max_records": 1})
     h = Harness(m, KafkaImplementation, cfg)
     cover = covering_set(explore(m))
-    assert cover.covered == len(cover.graph.edges) > 30_000
+    assert cover.covered == len(cover.graph.edges) == 20_819
     for init, acts in cover.traces:
         d = h.run(acts, init)
         assert d is None, d.render()
@@ -131,9 +132,9 @@ def _verdicts(m) -> set:
 
 
 @pytest.mark.parametrize("preset, over", [
-    ("data-hw", {"max_records": 1, "max_crashes": 1}),                                   # 1,978 / 9,569 states
-    pytest.param("data-unclean", {"max_records": 1}, marks=pytest.mark.slow),            # 7,958 / 56,714
-    pytest.param("data-hw", {"max_records": 1}, marks=pytest.mark.slow),                 # 33,940 / 252,750
+    ("data-hw", {"max_records": 1, "max_crashes": 1}),                                   # 1,599 / 6,711 states
+    pytest.param("data-unclean", {"max_records": 1}, marks=pytest.mark.slow),            # 6,251 / 41,003
+    pytest.param("data-hw", {"max_records": 1}, marks=pytest.mark.slow),                 # 21,132 / 151,843
     pytest.param("data-cache", {"max_records": 1}, marks=pytest.mark.slow)])
 def test_routing_without_the_cache_gives_the_caches_verdicts(preset, over):
     """The presets without the cache route a producer to every broker that believes it
@@ -148,11 +149,11 @@ def test_routing_without_the_cache_gives_the_caches_verdicts(preset, over):
 
 @pytest.mark.slow
 def test_data_cache_holds():
-    """data-cache: every property holds, every witness is reached (27,704 states, depth 27)."""
+    """data-cache: every property holds, every witness is reached (19,120 states, depth 27)."""
     m, _ = _model("data-cache", {})
     r = bfs.check(m)
     assert r.verdict == "ok", r.violations
-    assert (r.stats.distinct, r.stats.depth) == (27_704, 27)
+    assert (r.stats.distinct, r.stats.depth) == (19_120, 27)
 
 
 def test_a_zombies_update_metadata_routes_a_producer_to_the_former_leader_with_every_fence_on():

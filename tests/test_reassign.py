@@ -212,7 +212,7 @@ def test_reassign_crash_leader_leaves_rar_after_step_7():
     r = check(model("reassign-crash"))
     assert r.verdict == VIOLATED
     v = r.violations[0]
-    assert (v.property, len(v.path) - 1, r.stats.distinct) == ("ReassignmentLeaderInRar", 16, 3906)
+    assert (v.property, len(v.path) - 1, r.stats.distinct) == ("ReassignmentLeaderInRar", 16, 3564)
     names = [st.action.name for st in v.path[1:]]
     assert names.index("ReassignElectLeader") < names.index("CrashBroker") < len(names) - 2
     last = v.path[-1]
@@ -227,7 +227,9 @@ def test_reassign_crash_strands_a_reassignment_at_quiescence():
     controller's view passes step 4; after step 6 the old leader is no longer in the
     cached AR, so it is not told that the dead replica left the ISR; its conditional
     ISR writes then fail for ever, the replica never rejoins, and step 7 never finds
-    a leader in RAR.  One broker crash, no controller failover."""
+    a leader in RAR.  One broker crash: in Kafka's event order (the default) it is the
+    controller's, and the successor resumes the reassignment (the trace in
+    traces/known/); without it (tests/data/non-kafka-order/) no failover is needed."""
     m = model("reassign-crash")
     prop = [p for p in m.properties() if p.name == "ReassignmentCompletesWhenQuiescent"]
     r = check(m, properties=prop, check_deadlock=False)
@@ -260,7 +262,7 @@ def test_eventually_reassignment_completes_without_faults():
 def test_reassign_crash_whole_space_ar_last_holds_but_a_reassignment_strands():
     """The seed's claim, at these bounds: with AR written last, the ISR and leader stay
     within the AR in ZooKeeper through every crash (the whole reassign-crash space:
-    40,344 states, one crash, controller failover included).  Liveness: the stranded
+    37,042 states, one crash, controller failover included).  Liveness: the stranded
     reassignment above is a lasso, a state nothing leaves, with the reassignment
     pending and no dead broker to wait for."""
     from checker.graph import explore
@@ -268,7 +270,7 @@ def test_reassign_crash_whole_space_ar_last_holds_but_a_reassignment_strands():
 
     m = model("reassign-crash")
     g = explore(m)
-    assert len(g.states) == 40344
+    assert len(g.states) == 37042
     names = ("ReassignmentIsrInAr", "IsrSubsetOfAssignedReplicas", "LeaderInIsr")
     for p in (p for p in m.properties() if p.name in names):
         assert all(p.predicate(s) for s in g.states), p.name
@@ -328,7 +330,7 @@ def test_telling_the_leader_removes_the_stranding():
     m = TellTheLeader(KafkaConfig(**resolve(FAMILY, "reassign-crash", {})))
     r = check(m, keep_going=True)
     assert [v.property for v in r.violations] == ["ReassignmentLeaderInRar"]
-    assert r.stats.distinct == 40696
+    assert r.stats.distinct == 37388
 
 
 # -- the data path across a reassignment ------------------------------------------------------

@@ -426,11 +426,11 @@ def test_explicit_transitions_are_symbolic_transitions():
     """One direction of agreement, on a sample of the tiny preset's edges: for an explicit
     step s -a-> t, the symbolic step relation allows abstract(s) -> abstract(t) with an
     instance of the same name that decodes to a.  (BMC replays check the other way.)"""
-    assert _edges_agree("tiny", 37) > 70
+    assert _edges_agree("tiny", 31) > 70
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset, stride", [("zombie", 29), ("unclean", 11)])
+@pytest.mark.parametrize("preset, stride", [("zombie", 29), ("unclean", 9)])
 def test_explicit_transitions_are_symbolic_transitions_on_the_known_bad_variants(preset, stride):
     assert _edges_agree(preset, stride) > 250
 
@@ -574,7 +574,7 @@ def test_the_symbolic_step_invariants_judge_a_step_and_its_reverse_as_the_explic
     graph = explore(model)
     props = {p.name: p for p in model.properties()}
     seen: dict = {}
-    for src, _a, dst in graph.edges[::41]:
+    for src, _a, dst in graph.edges[::31]:
         for a, b in ((graph.states[src], graph.states[dst]), (graph.states[dst], graph.states[src])):
             f, g = s.frame("s"), s.frame("t")
             for inv in (i for i in s.invariants() if i.step and not i.per_action):

@@ -182,7 +182,7 @@ def test_kafka_partitions_with_brokers_are_interchangeable():
     m = FAMILY.build(resolve(FAMILY, "tiny", {"partitions": 2, "max_crashes": 0}))
     assert symmetry_of(m).sort == "broker-and-partition"
     full, red = _sound(m)
-    assert full.verdict == "ok" and full.stats.distinct == 191 and red.stats.distinct == 96
+    assert full.verdict == "ok" and full.stats.distinct == 175 and red.stats.distinct == 88
     prop = [always("NotBothLed", _two_partitions_led, "symmetric in partitions")]
     full, red = _sound(m, prop)
     assert full.verdict == "violated"
