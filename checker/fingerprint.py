@@ -105,6 +105,21 @@ def placement_fn(model: Any) -> Callable[[Any], int] | None:
     return place
 
 
+def placement_probe(model: Any, place: Callable[[Any], int], fp: Callable[[Any], int]) -> str:
+    """A short digest of where ``place`` puts the initial states and their successors.
+
+    A Spark checkpoint keeps each state in the partition its key placed it in, so a
+    run that resumes it must place states the same way.  The model's name, version
+    and configuration do not tell when only its ``partition_key`` changed; these
+    placements usually do.  Paired with each state's fingerprint and sorted, the
+    digest does not depend on the order the model yields states in."""
+    states = list(model.init_states())
+    for s in list(states):
+        states.extend(model.next_state(s, a) for a in model.actions(s))
+    pairs = sorted({(fp(s), place(s)) for s in states})
+    return _blake2b(repr(pairs).encode(), digest_size=8).hexdigest()
+
+
 def fingerprint_bytes(data: bytes) -> int:
     """The fingerprint of an already-encoded state."""
     return int.from_bytes(_blake2b(data, digest_size=8).digest(), "little", signed=True)

@@ -199,3 +199,24 @@ def test_a_checkpoint_placed_by_fingerprint_is_refused_to_a_model_that_places_by
     d, _, _ = copy(saved, tmp_path)
     with pytest.raises(UsageError, match=r"placement: checkpoint None, this run 'partition_key'"):
         check(KeyedGrid(N), sc=sc, partitions=2, resume=str(d))
+
+
+class YKeyedGrid(Grid):
+    """The same grid, with the same name, version and configuration, its states placed
+    by ``y``: a model whose ``partition_key`` changed between two versions of its code."""
+
+    def partition_key(self, s):
+        return s.y
+
+
+def test_a_checkpoint_placed_by_one_key_is_refused_to_the_same_model_with_another_key(sc, tmp_path):
+    """Nothing in the identity but the placement probe tells the two keys apart: a
+    resume with the changed key would look states up in the partitions the old key
+    chose, and lose duplicates once the workers' visited filter is full."""
+    from checker.spark import check
+    d = tmp_path / "ckpt"
+    full = check(KeyedGrid(N), sc=sc, partitions=2, checkpoint=str(d), driver_states=0)
+    assert summary(check(KeyedGrid(N), sc=sc, partitions=2, resume=str(d))) == summary(full)
+    with pytest.raises(UsageError, match=r"placed states in other partitions \(placement_probe: checkpoint '[0-9a-f]{16}', "
+                                         r"this run '[0-9a-f]{16}'\).*start the run again with an empty --checkpoint DIR"):
+        check(YKeyedGrid(N), sc=sc, partitions=2, resume=str(d))

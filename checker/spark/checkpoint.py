@@ -304,6 +304,10 @@ def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
     if saved != identity:
         diffs = [k for k in sorted(set(saved) | set(identity)) if saved.get(k) != identity.get(k)]
         detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, this run {identity.get(k)!r}" for k in diffs[:3])
+        if diffs == ["placement_probe"]:
+            raise UsageError(f"--resume '{directory}' was written by a run that placed states in other partitions "
+                             f"({detail}): the model's partition_key has changed since, so its partitions cannot be "
+                             f"resumed; start the run again with an empty --checkpoint DIR")
         raise UsageError(f"--resume '{directory}' was written by another run ({detail}); resume with the "
                          f"same model, configuration, properties, bounds and --spark-partitions")
     from pyspark import StorageLevel

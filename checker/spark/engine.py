@@ -61,7 +61,7 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, placement_fn, repr_encoded, validate_state
+from checker.fingerprint import fingerprint_fn, placement_fn, placement_probe, repr_encoded, validate_state
 from checker.model import Model, Property
 from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
 from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, Visitor, unreached_witnesses
@@ -190,6 +190,7 @@ class _Run(Counters):
         self.time_limit: float | None = None  # Settings.time_limit: looked at after each level
         self.chunk = CHUNK
         self.place = placement_fn(model)   # None: states are placed by fingerprint
+        self.probe: str | None = None      # placement_probe, in the checkpoints' identity
         # A merge reads a new state from its partition's own equal copy (merge.own_copies).
         self.own_copies = repr_encoded(model) and os.environ.get("KMC_SPARK_OWN_COPIES", "1") != "0"
         self.places: _Places | None = None
@@ -582,6 +583,8 @@ class _Run(Counters):
     # -- checkpoints --------------------------------------------------------------------
 
     def _identity(self) -> dict:
+        if self.place is not None and self.probe is None:
+            self.probe = placement_probe(self.model, self.place, self.fp)
         try:
             config = json.loads(json.dumps(dict(self.model.config()), default=repr))
         except Exception:  # noqa: BLE001
@@ -591,7 +594,7 @@ class _Run(Counters):
             "properties": [p.name for p in self.props], "max_depth": self.max_depth,
             "max_states": self.max_states, "keep_going": self.keep_going,
             "check_deadlock": self.check_deadlock, "partitions": self.n,
-            **({"placement": "partition_key"} if self.place is not None else {}),
+            **({"placement": "partition_key", "placement_probe": self.probe} if self.place is not None else {}),
         }
 
     def _state(self) -> dict:
