@@ -7,6 +7,7 @@ import z3
 
 from checker.model import action
 from checker.symbolic import SymAction
+from spec.controller import STEP_STRATEGIES
 from spec.state import NO_LEADER, NON_EXISTENT_REPLICA
 from spec.symframe import (KFrame, LI, P_NEW, P_OFFLINE, P_ONLINE, RSTATES, R_INELIGIBLE, R_NEW,
                            R_OFFLINE, R_ONLINE, R_ORDER, R_STARTED, Updates, bit, first_of, if_li,
@@ -44,7 +45,8 @@ class ControllerEncoding:
         enabled: ``ElectLeader`` new or offline (spec.controller.is_event_step)."""
         key = ("election_step", c)
         if key not in f.memo:
-            f.memo[key] = z3.Or([self._elect_guard(f, c, q, st) for q in range(self.np) for st in ("new", "offline")])
+            f.memo[key] = z3.Or([self._elect_guard(f, c, q, st)
+                                 for q in range(self.np) for st in sorted(STEP_STRATEGIES)])
         return f.memo[key]
 
     def _no_step(self, f: KFrame, c: int) -> list:
@@ -311,7 +313,7 @@ class ControllerEncoding:
     def _elect_leader(self, c: int, q: int, strategy: str) -> SymAction:
         def guard(f, p):
             g = self._elect_guard(f, c, q, strategy)
-            extra = self._no_step(f, c) if strategy == "preferred" else []   # an event of its own
+            extra = [] if strategy in STEP_STRATEGIES else self._no_step(f, c)   # preferred: an event of its own
             return z3.And(g, *extra) if extra else g
 
         def update(f, p):
