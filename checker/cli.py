@@ -136,6 +136,11 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Se
               f"{len(e['levels'])} levels; Spark start-up {e['startup_seconds']:.1f} s (not in the time below); "
               f"visited set {e['visited_bytes_per_state']:.0f} bytes/state; executors' peak memory "
               f"{e['executor_peak_rss_bytes'] / 2**20:.0f} MiB", file=out)
+    if args.checkpoint and not args.resume and e["levels"] and e["driver_levels"] == len(e["levels"]):
+        # Levels are saved from the first one the partitions take; a run the driver's
+        # core finishes (every level narrow) leaves the directory as it was.
+        print(f"no checkpoint written to {args.checkpoint}: every level ran on the driver (no level wider than "
+              f"--spark-driver-states, {e['driver_states']} states), so there is nothing to resume", file=out)
     return result
 
 

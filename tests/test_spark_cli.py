@@ -152,3 +152,20 @@ def test_killed_run_resumes_to_the_same_counts(tmp_path):
     # A checkpoint of another run is refused.
     other = kmc("check", *KAFKA, "--preset", "small", "--quiet", "--traces-dir", tmp_path / "t", "--resume", ckpt)
     assert_one_line_error(other, 2, "was written by another run")
+
+
+def test_a_run_that_stays_on_the_driver_says_it_wrote_no_checkpoint(tmp_path):
+    # tiny's widest level is under the default --spark-driver-states, so the
+    # driver's core runs the whole search and no level reaches the partitions.
+    ckpt = tmp_path / "ckpt"
+    r = kmc("check", *KAFKA, "--preset", "tiny", "--quiet", "--traces-dir", tmp_path / "t", "--checkpoint", ckpt)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"no checkpoint written to {ckpt}: every level ran on the driver" in r.stdout
+    assert not ckpt.exists() or not any(ckpt.iterdir())
+    # With every level on the partitions, the levels are saved and nothing is said.
+    wide = tmp_path / "wide"
+    r = kmc("check", *KAFKA, "--preset", "tiny", "--quiet", "--traces-dir", tmp_path / "t", "--checkpoint", wide,
+            "--spark-driver-states", "0", "--spark-partitions", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "no checkpoint written" not in r.stdout
+    assert any((p / "meta" / "_SUCCESS").exists() for p in wide.iterdir())

@@ -546,7 +546,7 @@ class _Run(Counters):
             "partitions": self.n,
             "startup_seconds": round(self.startup, 3),
             "levels": self.levels,
-            "driver_levels": sum(1 for lv in self.levels if lv.get("driver")),
+            "driver_levels": sum(1 for lv in self.levels if lv.get("driver")), "driver_states": self.driver_states,
             "executor_peak_rss_bytes": self.exec_rss,
             "executor_cpu_seconds": round(self.exec_cpu, 3),
             "visited_bytes": self.visited_bytes,
