@@ -87,7 +87,7 @@ class ModelCalls:
                 f"State: {describe_state(self.model, s)}"
             )
         try:
-            validate_state(t, "next state")
+            validate_state(t, "next state", self.__dict__.setdefault("validated", {}))   # id -> tuple
         except ModelError as e:
             raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
         try:

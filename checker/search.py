@@ -74,7 +74,7 @@ from typing import Sequence, TextIO
 
 from checker.coverage import Coverage
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, validate_state
+from checker.fingerprint import fingerprint_fn, state_repr_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.modelcalls import ModelCalls, describe_state, replay_chain
 from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
@@ -216,7 +216,7 @@ class Search(ModelCalls):
         self.sample_left = SAMPLE_SIZE        # successors still to validate at the handoff
         self.stopped = False                  # stopped at the first violation
         self.stopped_by: str | None = None    # TIME_LIMIT or INTERRUPTED (Stats.stopped_by)
-        self.fp = fingerprint_fn(model)
+        self.fp, self.rep = fingerprint_fn(model), state_repr_fn(model)   # rep: repr, cheaper (fingerprint)
         self.start = time.perf_counter()
         self.last_report = self.start
         self.deadline = None if settings.time_limit is None else self.start + settings.time_limit
@@ -327,8 +327,7 @@ class Search(ModelCalls):
         next_state = model.next_state
         within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
         enc = None if getattr(type(model), "encode", None) is Model.encode else model.encode
-        b2 = blake2b
-        from_bytes = int.from_bytes
+        b2, from_bytes, rep = blake2b, int.from_bytes, self.rep
         cap = self.max_states if self.max_states is not None else sys.maxsize
         max_depth = self.max_depth
         state_checks = self.state_checks
@@ -414,7 +413,7 @@ class Search(ModelCalls):
                     h = None if recent is None else recent_get(t)
                     if h is None:
                         try:
-                            h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                            h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                            "little", signed=True)
                         except Exception as e:
                             raise self.error("encode(state)", t, d1, e, via=a) from e

@@ -181,3 +181,106 @@ def test_a_raising_partition_key_names_the_hook():
 
     with pytest.raises(ModelError, match=r"^model error: partition_key\(state\) raised IndexError: .*; fix the model"):
         placement_fn(Keyed())(())
+
+
+# -- state_repr_fn: repr of a state, remembered by part ------------------------------------
+
+class Part(NamedTuple):          # collections' own namedtuple repr: Part(a=1, b=(2,))
+    a: int
+    b: tuple
+
+
+class Packed(NamedTuple):        # prints as a tuple, as the Kafka model's state classes do
+    x: int
+    y: tuple
+
+
+Packed.__repr__ = tuple.__repr__   # type: ignore[method-assign]
+
+
+class Whole(NamedTuple):
+    head: Part
+    parts: tuple
+    packed: Packed
+    one: tuple
+    none: object
+    word: str
+
+
+class Promised(Model):
+    equal_states_encode_equally = True
+
+
+def _wholes():
+    for i in range(4):
+        for j in range(3):
+            yield Whole(Part(i % 2, (j,)), (Part(j, ()), Packed(i, (True, None)), 5, "s", (), (i,)),
+                        Packed(-i, ((j, "q"),)), (Part(1, (j % 2,)),), None if j else (i,), "w'\"")
+    yield Packed(1, (2, 3))
+    yield (Part(1, ()),)
+    yield (Part(1, ()), ((1,),))
+    yield ()
+    yield 7
+    yield "text"
+
+
+def test_state_repr_is_repr_and_remembers_parts_by_position():
+    """The fingerprint hashes repr(state): the cheaper function must give the very
+    same string, for namedtuple and tuple-printing classes, plain tuple parts (of
+    one element too), scalars, and states that are not tuples at all; the second
+    time round, every part comes from the memo, which is kept by position and
+    per class of state: a part of one class never prints as another's)."""
+    from checker.fingerprint import state_repr_fn
+
+    rep = state_repr_fn(Promised())
+    for s in list(_wholes()) * 2:
+        assert rep(s) == repr(s)
+    at = rep.memos[(Whole, 6)]          # remembered per class of state and position
+    assert at[0] == {Part(i, (j,)): repr(Part(i, (j,))) for i in range(2) for j in range(3)}
+    assert at[(1, 1)] == {Packed(i, (True, None)): repr((i, (True, None))) for i in range(4)}
+    assert rep.memos[(tuple, 1)][0] == {Part(1, ()): "Part(a=1, b=())"}
+
+
+def test_state_repr_is_plain_repr_without_the_promise_or_with_a_custom_repr():
+    from checker.fingerprint import state_repr_fn
+
+    assert state_repr_fn(Plain()) is repr           # no promise: equal parts may print differently
+    assert state_repr_fn(Upper()) is repr           # its own encode
+    rep = state_repr_fn(Promised())
+
+    class Custom(NamedTuple):
+        a: int
+
+        def __repr__(self) -> str:
+            return "custom"
+
+    assert rep(Custom(1)) == "custom" and rep((Custom(1), 2)) == repr((Custom(1), 2))
+
+
+def test_state_repr_forgets_a_full_memo_and_stays_exact(monkeypatch):
+    import checker.fingerprint as fpmod
+
+    monkeypatch.setattr(fpmod, "MEMO_LIMIT", 3)
+    rep = fpmod.state_repr_fn(Promised())
+    for i in range(20):
+        s = (Part(i, ()), (Part(i, (i,)), Part(0, ())))
+        assert rep(s) == repr(s)
+    assert all(len(m) <= 3 for m in rep.memos[(tuple, 2)].values())
+
+
+def test_validate_with_known_parts_skips_them_and_forgets_a_failed_walk():
+    """``known`` skips tuples already validated (a successor's shared parts) but a
+    tuple whose walk failed is not known: validating it again fails again."""
+    known: dict = {}
+    good = Outer("t", True, (Inner(1, (1, 2)),), None)
+    validate_state(good, "state", known)
+    assert known[id(good.parts)] is good.parts
+    bad = Inner(2, [2])
+    shell = Outer("t", False, (bad,), None)
+    for _ in range(2):
+        with pytest.raises(ModelError, match=r"^next state\.parts\[0\]\.isr is a list"):
+            validate_state(shell, "next state", known)
+    assert id(shell) not in known and id(bad) not in known
+    again = good._replace(flag=False)           # shares parts with good: walked once
+    validate_state(again, "state", known)
+    assert known[id(again)] is again

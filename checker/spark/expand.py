@@ -87,7 +87,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     recent = ctx.recent
     known = ctx.visited_before(params.get("known", ()))
     recent_get = recent.get if recent is not None else None
-    b2 = blake2b
+    b2, rep = blake2b, search.rep    # rep: repr of a state, cheaper (checker.fingerprint.state_repr_fn)
     from_bytes = int.from_bytes
     pack = _PACK
     level = params["level"]
@@ -229,7 +229,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if h is None:
                 encoded += 1
                 try:
-                    h = from_bytes(b2(repr(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                    h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                    "little", signed=True)
                 except Exception as e:  # noqa: BLE001
                     keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
