@@ -17,9 +17,15 @@ In one run, side by side:
 3. Spark ``local[1]`` and ``local[2]``: states/s and CPU seconds of the whole process
    tree against the local engine's (``--spark``; it starts a JVM per run).
 
+Before and after alternate which runs first (preset by preset, and Spark run by
+Spark run), and the local engine runs before and after the Spark runs, so a load
+that changes during an invocation does not favour one side; ``--repeat N`` runs
+each Spark column N times, interleaved.
+
     python benchmarks/engine.py                         # tiny small default
     python benchmarks/engine.py small default --spark   # and Spark on them
     python benchmarks/engine.py --before 6962db0 tiny
+    python benchmarks/engine.py --spark-only --before 5d4989d --spark-before --repeat 2 small:max_records=1
 """
 
 from __future__ import annotations
@@ -52,17 +58,29 @@ print(json.dumps({"cpu": time.process_time() - t, "distinct": r.stats.distinct, 
 """
 
 # Runs in a subprocess of this checker: the model's own time over the search's states.
+# The search runs twice with the contract checks of its first successors (types,
+# determinism: actions and next_state called twice; checker.search.SAMPLE_SIZE) and
+# twice without, alternately; each figure is the smaller of its two runs.
 SPLIT = r"""
 import json, sys, time
 from checker import bfs
+import checker.search as core
 from checker.config import resolve
 from checker.graph import explore
 from spec.family import FAMILY
 m = FAMILY.build(resolve(FAMILY, sys.argv[1], {}))
 props = [p for p in m.properties() if p.kind != "eventually"]
-t = time.process_time()
-r = bfs.check(m, properties=props)
-whole = time.process_time() - t
+sample = getattr(core, "SAMPLE_SIZE", None)
+runs = {True: [], False: []}
+for checked in (True, False, True, False):
+    if sample is not None:
+        core.SAMPLE_SIZE = sample if checked else 0
+    t = time.process_time()
+    r = bfs.check(m, properties=props)
+    runs[checked].append(time.process_time() - t)
+if sample is not None:
+    core.SAMPLE_SIZE = sample
+whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
 if not r.stats.complete:
     print(json.dumps({"whole": whole, "model": None})); sys.exit()
 g = explore(m, max_states=r.stats.distinct)
@@ -70,21 +88,28 @@ states = g.states
 state_preds = [p.predicate for p in props if p.kind in ("always", "sometimes") and not p.step]
 step_preds = [p.predicate for p in props if p.step]
 actions, next_state = m.actions, m.next_state
-t = time.process_time()
-for s in states:
-    for a in actions(s):
-        next_state(s, a)
-model_next = time.process_time() - t
 trans = [(states[a], act, states[b]) for a, act, b in g.edges]
-t = time.process_time()
-for s, a, u in trans:
-    for p in step_preds:
-        p(s, a, u)
-for s in states:
-    for p in state_preds:
-        p(s)
-model_props = time.process_time() - t
-print(json.dumps({"whole": whole, "model": model_next + model_props, "next": model_next, "props": model_props}))
+best = None
+for _ in range(2):
+    t = time.process_time()
+    for s in states:
+        for a in actions(s):
+            next_state(s, a)
+    model_next = time.process_time() - t
+    t = time.process_time()
+    for s, a, u in trans:
+        for p in step_preds:
+            p(s, a, u)
+    for s in states:
+        for p in state_preds:
+            p(s)
+    model_props = time.process_time() - t
+    if best is None or model_next + model_props < sum(best):
+        best = (model_next, model_props)
+model_next, model_props = best
+print(json.dumps({"whole": whole, "unchecked": unchecked, "model": model_next + model_props, "next": model_next,
+                  "props": model_props, "distinct": r.stats.distinct, "generated": r.stats.generated,
+                  "levels": len(r.stats.levels)}))
 """
 
 
@@ -198,6 +223,9 @@ def main() -> None:
     ap.add_argument("--spark-only", action="store_true", help="only the Spark table")
     ap.add_argument("--before-model", action="store_true",
                     help="the 'before' runs take spec/ from --before too (e.g. to compare the model's partition_key)")
+    ap.add_argument("--repeat", type=int, default=1, help="run each Spark column this many times, interleaved")
+    ap.add_argument("--split-before", action="store_true",
+                    help="also split the 'before' checker's search between the model and the engine")
     ap.add_argument("--spark-fingerprint", action="store_true",
                     help="also run local[2] with states placed by fingerprint (the model's partition_key ignored)")
     args = ap.parse_args()
@@ -206,46 +234,59 @@ def main() -> None:
     new_env, old_env = env_with(None), env_with(old)
 
     if args.spark_only:
-        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint)
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint,
+                    args.repeat)
         return
     print(f"# before = checker/ of {args.before}; after = this tree; {load()}")
     print()
     print("| preset | distinct | before st/CPU-s (search) | after st/CPU-s (search) | × | before kmc check CPU s "
           "| after kmc check CPU s | × |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    rows = {}
-    for preset in args.presets:
+    for k, preset in enumerate(args.presets):
+        # Before and after alternate which runs first, preset by preset, so that a
+        # load that rises or falls during the run does not favour one side.
+        flip = bool(k % 2) and old is not None
+        b = search(preset, old_env) if flip else None
         a = search(preset, new_env)
-        b = search(preset, old_env) if old else None
+        b = b or (search(preset, old_env) if old else None)
+        cb = whole_check(preset, old_env)[1] if old and not flip else None
         _, ca, _ = whole_check(preset, new_env)
-        cb = whole_check(preset, old_env)[1] if old else None
+        cb = cb or (whole_check(preset, old_env)[1] if old else None)
         if b and (b["distinct"], b["verdict"]) != (a["distinct"], a["verdict"]):
             sys.exit(f"benchmark: {preset}: before and after disagree: {b} vs {a}")
         ra, rb = a["distinct"] / a["cpu"], (b["distinct"] / b["cpu"] if b else None)
-        rows[preset] = (a, ca)
         print(f"| `{preset}` | {a['distinct']:,} | {f'{rb:,.0f}' if rb else '-'} | {ra:,.0f} | "
               f"{f'{ra / rb:.2f}' if rb else '-'} | {f'{cb:.1f}' if cb else '-'} | {ca:.1f} | "
               f"{f'{cb / ca:.2f}' if cb else '-'} |", flush=True)
     print(f"\n({load()})\n")
 
-    print("| preset | search CPU s | model CPU s (next states; properties) | engine CPU s | engine / model |")
-    print("|---|---:|---:|---:|---:|")
+    print("| preset | checker | distinct (transitions) | search CPU s | model CPU s (next states; properties) | "
+          "engine CPU s | engine / model | first successors' checks CPU s | engine / model without them |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for preset in args.presets:
-        p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=new_env, cwd=ROOT, capture_output=True,
-                           text=True)
-        if p.returncode:
-            sys.exit(f"benchmark: the split of {preset} failed: {p.stderr.strip()[-400:]}")
-        d = json.loads(p.stdout)
-        if d["model"] is None:
-            print(f"| `{preset}` | {d['whole']:.2f} | (stopped early) | - | - |")
-            continue
-        eng = d["whole"] - d["model"]
-        print(f"| `{preset}` | {d['whole']:.2f} | {d['model']:.2f} ({d['next']:.2f}; {d['props']:.2f}) | "
-              f"{eng:.2f} | {eng / d['model']:.2f} |", flush=True)
-    print(f"\n({load()})\n")
+        for label, env in (("after", new_env), ("before", old_env if old and args.split_before else None)):
+            if env is None:
+                continue
+            p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=env, cwd=env["KMC_BENCH_CWD"],
+                               capture_output=True, text=True)
+            if p.returncode:
+                sys.exit(f"benchmark: the split of {preset} ({label}) failed: {p.stderr.strip()[-400:]}")
+            d = json.loads(p.stdout)
+            if d["model"] is None:
+                print(f"| `{preset}` | {label} | - | {d['whole']:.2f} | (stopped early) | - | - | - | - |")
+                continue
+            eng, model = d["whole"] - d["model"], d["model"]
+            checks = "-" if d["unchecked"] is None else f"{d['whole'] - d['unchecked']:.3f}"
+            bare = "-" if d["unchecked"] is None else f"{(d['unchecked'] - model) / model:.2f}"
+            print(f"| `{preset}` | {label} | {d['distinct']:,} ({d['generated']:,}) | {d['whole']:.3f} | "
+                  f"{model:.3f} ({d['next']:.3f}; {d['props']:.3f}) | {eng:.3f} | {eng / model:.2f} | {checks} | "
+                  f"{bare} |", flush=True)
+    print(f"\n({load()}; each search figure the smaller of two runs in one process, with and without the "
+          f"checks of the first 1,000 successors alternately; the model's the smaller of two passes)\n")
 
     if args.spark:
-        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint)
+        spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint,
+                    args.repeat)
 
 
 # Runs in a subprocess: one safety search (no eventually property: kmc check explores
@@ -309,56 +350,81 @@ def engine_run(spec: str, env: dict, engine: str, parts: int = 0, placement: str
     return d, cpu, wall
 
 
-def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: bool = False) -> None:
+def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: bool = False, repeat: int = 1) -> None:
     """Spark local[1] (1 partition) and local[2] (2 partitions) against the local
     engine on the same safety search: CPU seconds of the whole process tree.
     ``fingerprint``: also local[2] with states placed by fingerprint (the model's
-    ``partition_key`` ignored), in the same run."""
-    runs = [("local[1]", 1, "model"), ("local[2]", 2, "model")] + ([("local[2]", 2, "fingerprint")] if fingerprint else [])
-    cols = ["configuration", "distinct", "depth", "local CPU s", "local[1] tree CPU s (JVM)", "local[1] / local",
-            "local[2] tree CPU s (JVM)", "local[2] / local"]
-    if fingerprint:
-        cols += ["local[2] by fingerprint tree CPU s (JVM)", "local[2] by fingerprint / local"]
-    cols += ["levels (on the driver)", "shipped / distinct (" + "; ".join(
-        f"{m[6:-1]}{'' if pl == 'model' else ' fp'}" for m, _, pl in runs) + ")"]
-    if before:
-        cols += ["before: local[1] / local", "before: local[2] / local"]
+    ``partition_key`` ignored), in the same run.  ``before``: the same Spark runs of
+    the 'before' checker.
+
+    The order is chosen so that a load that changes during the invocation biases no
+    column: the local engine runs first and again last (the ratios are against the
+    mean of the two), and each Spark run of this checker is paired with the same run
+    of the 'before' one, the pair's order alternating (after/before, then
+    before/after, ...).  ``repeat`` runs every Spark column that many times,
+    interleaved the same way; each run's figure is printed."""
+    runs = [("local[1]", 1, "model"), ("local[2]", 2, "model")]
+    runs += [("local[2]", 2, "fingerprint")] if fingerprint else []
+    names = [master if placement == "model" else f"{master} by fingerprint" for master, _, placement in runs]
+    cols = ["configuration", "distinct", "depth", "local CPU s (first; last)"]
+    for name in names:
+        cols += [f"{name} tree CPU s (JVM)", f"{name} / local"] + ([f"before: {name} / local"] if before and
+                                                                   "fingerprint" not in name else [])
+    cols += ["levels (on the driver)", "shipped / distinct (" + "; ".join(n[6:] for n in names) + ")"]
     print(f"# Spark against the local engine, whole process tree CPU; {load()}")
     print("| " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * (len(cols) - 1))
     split = []
     for spec in specs:
-        loc, lcpu, _ = engine_run(spec, env, "local")
-        row = [f"`{spec}`", f"{loc['distinct']:,}", str(loc["depth"]), f"{lcpu:.1f}"]
+        loc, first, _ = engine_run(spec, env, "local")
+        print(f"({spec} local: {first:.1f} CPU s, {load()})", file=sys.stderr, flush=True)
+        got: dict[tuple[str, str], list[tuple[float, dict]]] = {}
+        k = 0
+        for _ in range(repeat):
+            for (master, parts, placement), name in zip(runs, names):
+                sides = [("after", env)] + ([("before", before)] if before and placement == "model" else [])
+                if k % 2:
+                    sides.reverse()
+                k += 1
+                for side, side_env in sides:
+                    d, cpu, _ = engine_run(spec, side_env, master, parts, placement)
+                    if (d["distinct"], d["generated"], d["depth"], d["verdict"]) != \
+                            (loc["distinct"], loc["generated"], loc["depth"], loc["verdict"]):
+                        sys.exit(f"benchmark: {spec}: Spark {master} ({side}) disagrees with the local engine: "
+                                 f"{d} vs {loc}")
+                    got.setdefault((side, name), []).append((cpu, d))
+                    ld = load()
+                    print(f"({spec} {name} {side}: {cpu:.1f} CPU s, {ld})", file=sys.stderr, flush=True)
+                    split.append(f"| `{spec}` | {name} | {side} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
+                                 f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | "
+                                 f"{d['startup']:.1f} | {d['balance_cpu']:.2f}; {d['balance_states']:.2f} | "
+                                 f"{ld.split()[2]} |")
+        _, last, _ = engine_run(spec, env, "local")
+        print(f"({spec} local again: {last:.1f} CPU s, {load()})", file=sys.stderr, flush=True)
+        lcpu = (first + last) / 2
+        row = [f"`{spec}`", f"{loc['distinct']:,}", str(loc["depth"]), f"{first:.1f}; {last:.1f}"]
         ship, lev = [], ""
-        for master, parts, placement in runs:
-            d, cpu, _ = engine_run(spec, env, master, parts, placement)
-            if (d["distinct"], d["generated"], d["depth"], d["verdict"]) != \
-                    (loc["distinct"], loc["generated"], loc["depth"], loc["verdict"]):
-                sys.exit(f"benchmark: {spec}: Spark {master} disagrees with the local engine: {d} vs {loc}")
-            row += [f"{cpu:.1f} ({d['jvm']:.1f})", f"{cpu / lcpu:.2f}"]
-            name = master if placement == "model" else f"{master} by fingerprint"
-            split.append(f"| `{spec}` | {name} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
-                         f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | {d['startup']:.1f} | "
-                         f"{d['balance_cpu']:.2f}; {d['balance_states']:.2f} |")
+        for name in names:
+            after = got[("after", name)]
+            row += [", ".join(f"{cpu:.1f} ({d['jvm']:.1f})" for cpu, d in after),
+                    ", ".join(f"**{cpu / lcpu:.2f}**" for cpu, _ in after)]
+            if ("before", name) in got:
+                row.append(", ".join(f"{cpu / lcpu:.2f}" for cpu, _ in got[("before", name)]))
+            d = after[-1][1]
             ship.append(f"{d['shipped'] / max(1, d['distinct']):.2f}")
             lev = f"{d['levels']} ({d['driver_levels']})"
-            print(f"({spec} {name}: {cpu:.1f} CPU s, {load()})", file=sys.stderr, flush=True)
         row += [lev, "; ".join(ship)]
-        if before:
-            for master, parts in (("local[1]", 1), ("local[2]", 2)):
-                _, cpu, _ = engine_run(spec, before, master, parts)
-                row.append(f"{cpu / lcpu:.2f}")
         print("| " + " | ".join(row) + " |", flush=True)
     print(f"\n({load()}; tree CPU = the driver, the JVM (in brackets, sampled from /proc) and the Python "
-          f"workers, JVM start-up included; the same safety properties on every engine)")
-    print("\n| configuration | master | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s (processes) | "
-          "in the tasks CPU s | start-up wall s | balance: CPU; states |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          f"workers, JVM start-up included; the same safety properties on every engine; ratios against the "
+          f"mean of the local engine's first and last runs)")
+    print("\n| configuration | master | checker | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s "
+          "(processes) | in the tasks CPU s | start-up wall s | balance: CPU; states | load (1 min) after |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(split))
-    print("\n(driver: the Python process that runs the search; workers: every other non-JVM process of the "
-          "tree (pyspark.daemon and its workers); in the tasks: the CPU the expand and merge tasks measure "
-          "themselves; balance: over the Spark levels, the busiest partition's task CPU against the mean "
+    print("\n(in the order run; driver: the Python process that runs the search; workers: every other non-JVM "
+          "process of the tree (pyspark.daemon and its workers); in the tasks: the CPU the expand and merge tasks "
+          "measure themselves; balance: over the Spark levels, the busiest partition's task CPU against the mean "
           "partition's, and the largest partition's share of the frontiers against the mean (1.00: even))")
 
 
