@@ -58,9 +58,11 @@ print(json.dumps({"cpu": time.process_time() - t, "distinct": r.stats.distinct, 
 """
 
 # Runs in a subprocess of this checker: the model's own time over the search's states.
-# The search runs twice with the contract checks of its first successors (types,
-# determinism: actions and next_state called twice; checker.search.SAMPLE_SIZE) and
-# twice without, alternately; each figure is the smaller of its two runs.
+# Three rounds, each of: the search with the contract checks of its first successors
+# (types, determinism: actions and next_state called twice; checker.search.SAMPLE_SIZE),
+# the search without them, and the model alone over the states and transitions of
+# the search; each figure is the smallest of its three, so that another job's load in
+# one round does not tip the difference (engine = search - model).
 SPLIT = r"""
 import json, sys, time
 from checker import bfs
@@ -71,26 +73,26 @@ from spec.family import FAMILY
 m = FAMILY.build(resolve(FAMILY, sys.argv[1], {}))
 props = [p for p in m.properties() if p.kind != "eventually"]
 sample = getattr(core, "SAMPLE_SIZE", None)
-runs = {True: [], False: []}
-for checked in (True, False, True, False):
-    if sample is not None:
-        core.SAMPLE_SIZE = sample if checked else 0
-    t = time.process_time()
-    r = bfs.check(m, properties=props)
-    runs[checked].append(time.process_time() - t)
-if sample is not None:
-    core.SAMPLE_SIZE = sample
-whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
-if not r.stats.complete:
-    print(json.dumps({"whole": whole, "model": None})); sys.exit()
-g = explore(m, max_states=r.stats.distinct)
-states = g.states
 state_preds = [p.predicate for p in props if p.kind in ("always", "sometimes") and not p.step]
 step_preds = [p.predicate for p in props if p.step]
 actions, next_state = m.actions, m.next_state
-trans = [(states[a], act, states[b]) for a, act, b in g.edges]
-best = None
-for _ in range(2):
+runs = {True: [], False: []}
+best = trans = None
+for _ in range(3):
+    for checked in (True, False):
+        if sample is not None:
+            core.SAMPLE_SIZE = sample if checked else 0
+        t = time.process_time()
+        r = bfs.check(m, properties=props)
+        runs[checked].append(time.process_time() - t)
+    if sample is not None:
+        core.SAMPLE_SIZE = sample
+    if not r.stats.complete:
+        print(json.dumps({"whole": min(runs[True]), "model": None})); sys.exit()
+    if trans is None:
+        g = explore(m, max_states=r.stats.distinct)
+        states = g.states
+        trans = [(states[a], act, states[b]) for a, act, b in g.edges]
     t = time.process_time()
     for s in states:
         for a in actions(s):
@@ -106,6 +108,7 @@ for _ in range(2):
     model_props = time.process_time() - t
     if best is None or model_next + model_props < sum(best):
         best = (model_next, model_props)
+whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
 model_next, model_props = best
 print(json.dumps({"whole": whole, "unchecked": unchecked, "model": model_next + model_props, "next": model_next,
                   "props": model_props, "distinct": r.stats.distinct, "generated": r.stats.generated,
@@ -263,8 +266,9 @@ def main() -> None:
     print("| preset | checker | distinct (transitions) | search CPU s | model CPU s (next states; properties) | "
           "engine CPU s | engine / model | first successors' checks CPU s | engine / model without them |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for preset in args.presets:
-        for label, env in (("after", new_env), ("before", old_env if old and args.split_before else None)):
+    for k, preset in enumerate(args.presets):
+        sides = [("after", new_env), ("before", old_env if old and args.split_before else None)]
+        for label, env in (sides[::-1] if k % 2 else sides):    # alternately first
             if env is None:
                 continue
             p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=env, cwd=env["KMC_BENCH_CWD"],
@@ -281,8 +285,8 @@ def main() -> None:
             print(f"| `{preset}` | {label} | {d['distinct']:,} ({d['generated']:,}) | {d['whole']:.3f} | "
                   f"{model:.3f} ({d['next']:.3f}; {d['props']:.3f}) | {eng:.3f} | {eng / model:.2f} | {checks} | "
                   f"{bare} |", flush=True)
-    print(f"\n({load()}; each search figure the smaller of two runs in one process, with and without the "
-          f"checks of the first 1,000 successors alternately; the model's the smaller of two passes)\n")
+    print(f"\n({load()}; each figure the smallest of three rounds in one process, each round the search with "
+          f"and without the checks of the first 1,000 successors, then the model alone)\n")
 
     if args.spark:
         spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint,
@@ -310,7 +314,8 @@ else:
     e = r.engine
     extra = {"startup": e.get("startup_seconds"), "levels": len(e.get("levels", [])),
              "driver_levels": e.get("driver_levels", 0), "executor_cpu": e.get("executor_cpu_seconds"),
-             "shipped": sum(lv.get("shipped", 0) for lv in e.get("levels", []))}
+             "shipped": sum(lv.get("shipped", 0) for lv in e.get("levels", [])),
+             "encoded": sum(lv.get("encoded", 0) for lv in e.get("levels", []))}
     # Load balance over the Spark levels: the busiest partition's task CPU against the
     # mean (a level waits for its slowest task), and its share of the frontiers.
     spark_levels = [lv for lv in e.get("levels", []) if lv.get("part_cpu")]
@@ -370,7 +375,7 @@ def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: b
     for name in names:
         cols += [f"{name} tree CPU s (JVM)", f"{name} / local"] + ([f"before: {name} / local"] if before and
                                                                    "fingerprint" not in name else [])
-    cols += ["levels (on the driver)", "shipped / distinct (" + "; ".join(n[6:] for n in names) + ")"]
+    cols += ["levels (on the driver)", "shipped / distinct (" + "; ".join(n[6:].replace("]", "") for n in names) + ")"]
     print(f"# Spark against the local engine, whole process tree CPU; {load()}")
     print("| " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * (len(cols) - 1))
@@ -398,7 +403,7 @@ def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: b
                     split.append(f"| `{spec}` | {name} | {side} | {cpu:.1f} | {d['driver_cpu']:.1f} | {d['jvm']:.1f} | "
                                  f"{d['workers_cpu']:.1f} ({d['processes']}) | {d['executor_cpu']:.1f} | "
                                  f"{d['startup']:.1f} | {d['balance_cpu']:.2f}; {d['balance_states']:.2f} | "
-                                 f"{ld.split()[2]} |")
+                                 f"{d.get('encoded', 0) / max(1, d['distinct']):.2f} | {ld.split()[2]} |")
         _, last, _ = engine_run(spec, env, "local")
         print(f"({spec} local again: {last:.1f} CPU s, {load()})", file=sys.stderr, flush=True)
         lcpu = (first + last) / 2
@@ -419,13 +424,15 @@ def spark_table(specs: list[str], env: dict, before: dict | None, fingerprint: b
           f"workers, JVM start-up included; the same safety properties on every engine; ratios against the "
           f"mean of the local engine's first and last runs)")
     print("\n| configuration | master | checker | tree CPU s | driver CPU s | JVM CPU s | Python workers CPU s "
-          "(processes) | in the tasks CPU s | start-up wall s | balance: CPU; states | load (1 min) after |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "(processes) | in the tasks CPU s | start-up wall s | balance: CPU; states | encoded / distinct | "
+          "load (1 min) after |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(split))
     print("\n(in the order run; driver: the Python process that runs the search; workers: every other non-JVM "
           "process of the tree (pyspark.daemon and its workers); in the tasks: the CPU the expand and merge tasks "
           "measure themselves; balance: over the Spark levels, the busiest partition's task CPU against the mean "
-          "partition's, and the largest partition's share of the frontiers against the mean (1.00: even))")
+          "partition's, and the largest partition's share of the frontiers against the mean (1.00: even); encoded: "
+          "the successors the expand tasks fingerprinted, the others being known to their successor cache)")
 
 
 if __name__ == "__main__":
