@@ -24,7 +24,8 @@ TopicChange(c)             ``topic_change(c, t)``: the /brokers/topics watch    
 DeleteTopic()              ``Admin.delete_topic(t)`` (kafka-topics --delete): writes   same
                            /admin/delete_topics/t
 ElectController(b)         ``elect_controller(b)``: create /controller, bump the        Kafka's whole onControllerFailover
-                           epoch, load the context, send LeaderAndIsr                   is one step in both
+                           epoch, load the context, send LeaderAndIsr, take the        is one step in both
+                           dead replicas OfflineReplica (2.3+)
 BrokerFailure(c, b)        ``broker_change(c, b)`` (a failure in the diff)             Kafka handles every broker of one
 BrokerStartup(c, b)        ``broker_change(c, b)`` (a startup in the diff)             BrokerChange event, and elects, in one
                                                                                         event; here one broker per step, and
@@ -35,7 +36,7 @@ ElectLeader(c, p, ...)     ``elect_leader(c, tp)``; enabled iff the controller's
                            ``Admin.preferred_replica_election([tp])``
                            (kafka-preferred-replica-election) and the
                            controller's ``preferred_replica_election``
-RemoveReplicaFromIsr       ``remove_replica_from_isr(c, tp, r)``                       one replica's OfflineReplica per step
+RemoveReplicaFromIsr       ``remove_replica_from_isr(c, tp, r)``: one the event owes   one replica's OfflineReplica per step
 IsrChangeNotification      ``isr_change_notification(c, tp)``                          one partition of the notifications
 ControlledShutdown(c, b)   ``controlled_shutdown(c, b)``: b's request, c's handling    request and response in one step;
                                                                                         elections and ISR removals follow
@@ -1047,6 +1048,7 @@ class KafkaImplementation:
                                for tp in tps],
             "shutting_down": [x in ctx.shutting_down for x in range(self.n)],
             "deleting": TOPIC in ctx.topics_to_be_deleted,
+            "offline": sorted([tp.partition, r] for tp, r in ctx.offline_owed),
         }
         if self.reassign_targets:
             out["ar"] = [list(ctx.assignments.get(tp, ())) for tp in tps]

@@ -25,12 +25,17 @@ Choices shared with the model, each with its pointer:
   one step, so only the /controller_epoch check (KAFKA-6082) can fail it, and then the
   controller resigns at once (spec/controller.py ``conditional_write``).
 - On failover, replicas on dead brokers start as ReplicaDeletionIneligible (Kafka 2.x
-  ``initializeReplicaState``), and a broker that starts up is sent the leadership of
-  the partitions that are online only; an offline one gets the result of its election
-  (spec/controller.py ``broker_startup``).
-- A leader that is itself the dead replica is not written out of the ISR by the
-  OfflineReplica transition (spec/controller.py ``remove_from_isr``); its partition's
-  election replaces it.
+  ``initializeReplicaState``) and stay so: the OfflineReplica transitions that 2.3 added
+  to ``ReplicaStateMachine.startup`` (KAFKA-3143) are left out, as in the model
+  (spec/controller.py ``elect_controller``, docs/model.md); a broker that starts up is
+  sent the leadership of the partitions that are online only; an offline one gets the
+  result of its election (spec/controller.py ``broker_startup``).
+- An OfflineReplica transition is taken only as a step the current event owes
+  (``ControllerContext.offline_owed``: a broker failure's replicas, a controlled
+  shutdown's followed partitions), never for a replica whose broker merely looks dead.
+  It writes a leader that is the replica out as leader -1 and keeps the ISR when the
+  replica is its last member (``removeReplicasFromIsr``; spec/controller.py
+  ``remove_replica``).
 - With auto.leader.rebalance.enable, a preferred-replica election may run whenever the
   preferred replica is alive, in the ISR and not leading (the rebalance timer may fire
   at any moment); the leader.imbalance.per.broker.percentage threshold is not applied
@@ -110,6 +115,7 @@ class ControllerContext:
     replica_states: dict = field(default_factory=dict)              # (tp, replica) -> replica state
     topics_to_be_deleted: set = field(default_factory=set)
     reassigning: dict = field(default_factory=dict)                 # tp -> ReassignedPartitionContext
+    offline_owed: set = field(default_factory=set)                  # (tp, replica): OfflineReplica steps the event owes
 
     def partitions_of(self, topic: str):
         return sorted(tp for tp in self.assignments if tp.topic == topic)
@@ -290,7 +296,13 @@ class Controller(ReassignmentSteps):
         ctx = self.ctx
         self._trace(f"Broker failure callback for {broker}")
         for tp in ctx.partitions_on(broker):
-            if ctx.replica_states.get((tp, broker)) == REPLICA_DELETION_STARTED:
+            st = ctx.replica_states.get((tp, broker), NON_EXISTENT_REPLICA)
+            # onReplicasBecomeOffline: the replicas not queued for deletion go OfflineReplica
+            # after the elections, each a step this event owes (remove_replica_from_isr).
+            if tp.topic not in ctx.topics_to_be_deleted and (st == OFFLINE_REPLICA or
+                                                             st in VALID_PREVIOUS_REPLICA[OFFLINE_REPLICA]):
+                ctx.offline_owed.add((tp, broker))
+            if st == REPLICA_DELETION_STARTED:
                 self._replica_state(tp, broker, REPLICA_DELETION_INELIGIBLE)
             li = ctx.leadership.get(tp)
             if li is not None and li.leader == broker and ctx.partition_states.get(tp) in (ONLINE_PARTITION,
@@ -309,6 +321,9 @@ class Controller(ReassignmentSteps):
             if (tp.topic not in ctx.topics_to_be_deleted and ctx.replica_states.get((tp, broker)) in
                     (OFFLINE_REPLICA, REPLICA_DELETION_INELIGIBLE, NEW_REPLICA)):
                 self._replica_state(tp, broker, ONLINE_REPLICA)
+        # Only without the event order can a startup come before the failure's
+        # OfflineReplica steps: the restarted replicas owe none.
+        ctx.offline_owed = {(tp, r) for tp, r in ctx.offline_owed if r != broker}
         epoch = self.zk.broker_epoch(broker)
         ctx.live_broker_epochs[broker] = epoch
         # sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds): every partition, every
@@ -449,31 +464,34 @@ class Controller(ReassignmentSteps):
 
     # -- OfflineReplica: removal from the ISR ---------------------------------------------------------
     def replicas_to_take_offline(self) -> list[tuple[TopicPartition, int]]:
+        """The OfflineReplica steps the current event owes and may take (an invalid
+        transition is skipped, as ``ReplicaStateMachine.handleStateChanges`` does)."""
         ctx = self.ctx
         if ctx is None:
             return []
         out = []
-        for tp in sorted(ctx.assignments):
+        for tp, r in sorted(ctx.offline_owed):
             if tp.topic in ctx.topics_to_be_deleted or not self.zk.topic_exists(tp.topic):
                 continue
-            for r in ctx.assignments[tp]:
-                if ctx.replica_states.get((tp, r)) not in (ONLINE_REPLICA, NEW_REPLICA):
-                    continue
-                cached = ctx.leadership.get(tp)
-                if r not in ctx.live_broker_epochs or (r in ctx.shutting_down and
-                                                       (cached is None or cached.leader != r)):
-                    out.append((tp, r))
+            st = ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA)
+            if st == OFFLINE_REPLICA or st in VALID_PREVIOUS_REPLICA[OFFLINE_REPLICA]:
+                out.append((tp, r))
         return out
 
     def remove_replica_from_isr(self, tp: TopicPartition, replica: int) -> list:
+        """One OfflineReplica transition (``doHandleStateChanges``, ``removeReplicasFromIsr``
+        of 1.1 to 2.x): if the replica is in the ISR in ZooKeeper, write the partition's
+        state with leader -1 if it leads (``LeaderAndIsr.NoLeader``) and without it
+        unless it is the last member; then LeaderAndIsr to the other live replicas."""
         ctx = self.ctx
+        ctx.offline_owed.discard((tp, replica))
         out = []
         zk_state = self.zk.get_partition_state(tp)
-        if (zk_state is not None and replica in zk_state.isr and replica != zk_state.leader
-                and zk_state.leader != NO_LEADER):
-            isr = tuple(x for x in zk_state.isr if x != replica)
+        if zk_state is not None and replica in zk_state.isr:
+            leader = NO_LEADER if zk_state.leader == replica else zk_state.leader
+            isr = zk_state.isr if len(zk_state.isr) == 1 else tuple(x for x in zk_state.isr if x != replica)
             try:
-                li = self.zk.write_partition_state(tp, zk_state.leader, self._next_leader_epoch(zk_state), isr, ctx.epoch,
+                li = self.zk.write_partition_state(tp, leader, self._next_leader_epoch(zk_state), isr, ctx.epoch,
                                                    zk_state.zk_version, self._epoch_check())
             except ControllerMovedError:
                 self._trace(f"Controller moved while removing {replica} from the ISR of {tp}; resigning")
@@ -529,8 +547,18 @@ class Controller(ReassignmentSteps):
             return "NOT_CONTROLLER"
         if broker_epoch < self.ctx.live_broker_epochs[broker]:
             return "STALE_BROKER_EPOCH"
-        self.ctx.shutting_down.add(broker)
+        ctx = self.ctx
+        ctx.shutting_down.add(broker)
         self._trace(f"Shutting down broker {broker}")
+        # doControlledShutdown: the partitions it follows (AR of more than one, a leader
+        # known, not queued for deletion) owe its replica's OfflineReplica step.
+        for tp in ctx.partitions_on(broker):
+            li = ctx.leadership.get(tp)
+            st = ctx.replica_states.get((tp, broker), NON_EXISTENT_REPLICA)
+            if (len(ctx.assignments[tp]) > 1 and li is not None and li.leader != broker
+                    and tp.topic not in ctx.topics_to_be_deleted
+                    and (st == OFFLINE_REPLICA or st in VALID_PREVIOUS_REPLICA[OFFLINE_REPLICA])):
+                ctx.offline_owed.add((tp, broker))
         return "NONE"
 
     def holds_controlled_shutdown(self, broker: int, broker_epoch: int | None) -> bool:
@@ -551,6 +579,7 @@ class Controller(ReassignmentSteps):
     def start_topic_deletion(self, topic: str) -> list:
         ctx = self.ctx
         ctx.topics_to_be_deleted.add(topic)
+        ctx.offline_owed = {(tp, r) for tp, r in ctx.offline_owed if tp.topic != topic}
         self._trace(f"Starting deletion of topic {topic}")
         for tp in ctx.partitions_of(topic):
             for r in ctx.assignments[tp]:

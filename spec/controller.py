@@ -33,9 +33,10 @@ DOCS = {
     "ElectLeader": "the controller elects a partition leader (strategy new, offline, preferred or "
                    "controlled_shutdown; clean=False for an unclean election) with a conditional "
                    "ZooKeeper write, then sends LeaderAndIsr",
-    "RemoveReplicaFromIsr": "the OfflineReplica transition of a dead or shutting-down replica, once per "
-                            "failure: a follower in the ISR is removed from it (conditional write, leader "
-                            "epoch + 1, LeaderAndIsr to the others)",
+    "RemoveReplicaFromIsr": "an OfflineReplica transition that a broker failure or a controlled shutdown "
+                            "owes: a replica in the ISR is removed from it unless it is the last member, "
+                            "and a leader is written out as leader -1 (conditional write, leader epoch + 1, "
+                            "LeaderAndIsr to the others)",
     "TopicChange": "the controller's /brokers/topics watch fires for a new topic (onNewPartitionCreation): "
                    "its replicas go NewReplica and its partitions NewPartition; the NewPartition election "
                    "(ElectLeader strategy 'new') then takes them OnlinePartition and the live replicas "
@@ -165,8 +166,12 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
             pstates.append(ONLINE_PARTITION)
         else:
             pstates.append(OFFLINE_PARTITION)
-        # Kafka 2.x initializeReplicaState: replicas on dead brokers are marked
-        # ReplicaDeletionIneligible "to be on the safer side".
+        # ReplicaStateMachine.startup: initializeReplicaState marks the replicas on dead
+        # brokers ReplicaDeletionIneligible "to be on the safer side", then the live ones
+        # go OnlineReplica.  That is all in 0.10 to 2.2, the versions the model follows:
+        # 2.3 (KAFKA-3143) added "Triggering offline replica state changes", the dead
+        # replicas' OfflineReplica (with its ISR and leader -1 writes) before the
+        # elections; the model leaves it out (docs/model.md).
         # Slots outside the AR hold no replica (NonExistentReplica).
         rstates.append(tuple((ONLINE_REPLICA if live[r] else REPLICA_DELETION_INELIGIBLE) if r in ar
                              else NON_EXISTENT_REPLICA for r in slots))
@@ -204,6 +209,7 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
     c, b = a.get("controller"), a.get("broker")
     ctx = s.brokers[c].ctx
     pstates, rstates = list(ctx.partition_states), list(ctx.replica_states)
+    owed = set(ctx.offline)
     for p, ar in enumerate(ctx.ar):   # replicasOnBrokers: from the cached AR
         if b not in ar:
             continue
@@ -211,12 +217,14 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
         rs = rstates[p]
         if rs[i] == REPLICA_DELETION_STARTED:
             rstates[p] = put(rs, i, REPLICA_DELETION_INELIGIBLE)
-        # Online/New replicas go OfflineReplica in RemoveReplicaFromIsr, which is
-        # that transition (and its ISR write), taken once per failure.
+        # onReplicasBecomeOffline: the replicas not queued for deletion go OfflineReplica
+        # after the elections, each in a RemoveReplicaFromIsr step this event owes.
+        if not ctx.deleting and legal_replica(rs[i], OFFLINE_REPLICA):
+            owed.add((p, b))
         if ctx.partitions[p].leader == b and pstates[p] in (ONLINE_PARTITION, NEW_PARTITION):
             pstates[p] = OFFLINE_PARTITION
     ctx = ctx._replace(live=put(ctx.live, b, 0), shutting_down=put(ctx.shutting_down, b, False),
-                       partition_states=tuple(pstates), replica_states=tuple(rstates))
+                       partition_states=tuple(pstates), replica_states=tuple(rstates), offline=tuple(sorted(owed)))
     s = with_ctx(s, c, ctx)
     if OFFLINE_PARTITION in ctx.partition_states and not s.ghost.inv_partition_offline:
         s = s._replace(ghost=s.ghost._replace(inv_partition_offline=True))
@@ -239,7 +247,10 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
         # result (ElectLeader sends it here).
         if ctx.partitions[p].version != NO_VERSION and ctx.partition_states[p] == ONLINE_PARTITION:
             targets.append(p)
-    ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates))
+    # Only without controller_event_order can a startup come before the failure event's
+    # OfflineReplica steps; the restarted replicas are online again and owe none.
+    ctx = ctx._replace(live=put(ctx.live, b, s.zk.sessions[b]), replica_states=tuple(rstates),
+                       offline=tuple(x for x in ctx.offline if x[1] != b))
     s = with_ctx(s, c, ctx)
     # onBrokerStartup: UpdateMetadata for every partition to every live broker (the new
     # one included), then the new broker's LeaderAndIsr.
@@ -332,27 +343,41 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
 # -- ISR removal by the controller (OfflineReplica) -------------------------------------
 
 def remove_from_isr_enabled(m, s: KafkaState, out: list) -> None:
-    """The OfflineReplica transition of a replica whose broker died or is shutting
-    down: taken once, it removes the replica from the ISR if it is a follower there."""
+    """The OfflineReplica transitions the controller's current event owes (``ctx.offline``,
+    written by ``broker_failure`` and ``controlled_shutdown``), one step each.  A replica
+    whose broker merely looks dead is not one: reassignment step 5 may take a dead
+    broker's replica OnlineReplica, and no Kafka event takes it offline until that
+    broker's next change."""
     if not s.zk.topic:
         return
     for c, ctx in running_controllers(s):
         if ctx.deleting:
             continue
-        for p, ar in enumerate(ctx.ar):
-            for r in ar:
-                if ctx.replica_states[p][m.ar[p].index(r)] not in (ONLINE_REPLICA, NEW_REPLICA):
-                    continue
-                if ctx.live[r] == 0 or (ctx.shutting_down[r] and ctx.partitions[p].leader != r):
-                    out.append(action("RemoveReplicaFromIsr", controller=c, partition=p, replica=r))
+        for p, r in ctx.offline:
+            # ReplicaStateMachine.handleStateChanges skips an invalid transition
+            if legal_replica(ctx.replica_states[p][m.ar[p].index(r)], OFFLINE_REPLICA):
+                out.append(action("RemoveReplicaFromIsr", controller=c, partition=p, replica=r))
 
 
 def remove_from_isr(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
+    ctx = s.brokers[c].ctx
+    s = with_ctx(s, c, ctx._replace(offline=tuple(x for x in ctx.offline if x != (p, r))))
+    return remove_replica(m, s, c, p, r)
+
+
+def remove_replica(m, s: KafkaState, c: int, p: int, r: int) -> KafkaState:
+    """One OfflineReplica transition (``ReplicaStateMachine.doHandleStateChanges``, and
+    ``removeReplicasFromIsr``, 1.1 to 2.x): read the partition's state in ZooKeeper and,
+    if ``r`` is in the ISR, write it with leader -1 (``LeaderAndIsr.NoLeader``) if ``r``
+    leads and with ``r`` out of the ISR unless it is the last member (0.10 and 0.11 keep
+    the last member only with unclean election off; the model follows 2.x); then
+    LeaderAndIsr to the other live replicas and UpdateMetadata."""
     cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
-    if r in cached.isr and r != cached.leader and cached.leader != NO_LEADER:
-        isr = tuple(x for x in cached.isr if x != r)
-        s, written = conditional_write(m, s, c, p, cached.leader, isr, bump=True)
+    if r in cached.isr:
+        leader = NO_LEADER if cached.leader == r else cached.leader
+        isr = cached.isr if len(cached.isr) == 1 else tuple(x for x in cached.isr if x != r)
+        s, written = conditional_write(m, s, c, p, leader, isr, bump=True)
         if not written:
             return s
         ctx = s.brokers[c].ctx
@@ -427,9 +452,17 @@ def controlled_shutdown_enabled(m, s: KafkaState, out: list) -> None:
 def controlled_shutdown(m, s: KafkaState, a: Action) -> KafkaState:
     c, b = a.get("controller"), a.get("broker")
     ctx = s.brokers[c].ctx
-    # Leadership moves in ElectLeader(strategy='controlled_shutdown'); the broker's
-    # follower replicas go OfflineReplica (out of the ISR) in RemoveReplicaFromIsr.
-    ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True))
+    # doControlledShutdown: leadership moves in ElectLeader(strategy='controlled_shutdown');
+    # the replicas of the partitions the broker follows (AR of more than one, a leader
+    # known, not queued for deletion) go OfflineReplica in RemoveReplicaFromIsr steps.
+    owed = set(ctx.offline)
+    if not ctx.deleting:
+        for p, ar in enumerate(ctx.ar):
+            li = ctx.partitions[p]
+            if (b in ar and len(ar) > 1 and li.version != NO_VERSION and li.leader != b
+                    and legal_replica(ctx.replica_states[p][m.ar[p].index(b)], OFFLINE_REPLICA)):
+                owed.add((p, b))
+    ctx = ctx._replace(shutting_down=put(ctx.shutting_down, b, True), offline=tuple(sorted(owed)))
     s = with_ctx(s, c, ctx)
     return s._replace(budget=s.budget._replace(controlled_shutdowns=s.budget.controlled_shutdowns - 1))
 
@@ -469,7 +502,7 @@ def start_topic_deletion(m, s: KafkaState, a: Action) -> KafkaState:
         for rs in ctx.replica_states)
     pstates = tuple(OFFLINE_PARTITION if legal_partition(st, OFFLINE_PARTITION) else st
                     for st in ctx.partition_states)
-    return with_ctx(s, c, ctx._replace(deleting=True, replica_states=rstates, partition_states=pstates))
+    return with_ctx(s, c, ctx._replace(deleting=True, replica_states=rstates, partition_states=pstates, offline=()))
 
 
 def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:

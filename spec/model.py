@@ -188,7 +188,8 @@ class KafkaModel(Model):
         ctx = None if c is None else {
             "epoch": c.epoch, "live": list(c.live), "partitions": [_obs_li(li) for li in c.partitions],
             "partition_states": list(c.partition_states), "replica_states": [list(rs) for rs in c.replica_states],
-            "shutting_down": list(c.shutting_down), "deleting": c.deleting}
+            "shutting_down": list(c.shutting_down), "deleting": c.deleting,
+            "offline": [list(x) for x in c.offline]}
         if ctx is not None and self.reassign_targets:
             ctx["ar"] = [list(ar) for ar in c.ar]
             ctx["reassigning"] = [None if r is None else {"target": list(r.target), "original": list(r.original),
@@ -256,6 +257,8 @@ class KafkaModel(Model):
                     "replica_state": {f"{p}.{r}": st for p, rs in enumerate(c.replica_states)
                                       for r, st in zip(self.ar[p], rs)},
                 }
+                if c.offline:   # OfflineReplica steps the controller's current event owes
+                    d["controller"]["offline"] = [f"{p}.{r}" for p, r in c.offline]
             out["broker"][str(b)] = d
         return out
 

@@ -128,6 +128,8 @@ class ControllerContext(NamedTuple):
     deleting: bool                # topic deletion in progress
     ar: tuple                     # per partition: cached AR (partitionReplicaAssignment)
     reassigning: tuple            # per partition: Reassignment in progress, or None
+    offline: tuple = ()           # sorted (partition, replica) pairs whose OfflineReplica transition the
+                                  # current event still owes (a broker failure, a controlled shutdown)
 
 
 class Replica(NamedTuple):
@@ -233,9 +235,22 @@ class KafkaState(NamedTuple):
 # __repr__ is Python code that prints field names; tuple's is C and prints values
 # only.  Using it for every state class makes fingerprinting several times cheaper
 # and keeps the encoding canonical (describe() gives the readable view).
-for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, UpdateMetadata, Reassignment, ControllerContext, Replica, Broker,
+for _cls in (LeaderIsr, Zk, LeaderAndIsr, StopReplica, UpdateMetadata, Reassignment, Replica, Broker,
              CachingBroker, Budget, Ghost, KafkaState):
     _cls.__repr__ = tuple.__repr__
+
+_CTX_FIELDS = len(ControllerContext._fields) - 1
+
+
+def _ctx_repr(ctx: ControllerContext) -> str:
+    """A context owes no OfflineReplica transition in most states: it is then encoded
+    as the nine fields it had before ``offline`` existed, so those states keep their
+    fingerprints (and the recorded traces theirs).  The encoding stays canonical: a
+    context with pending transitions has ten fields."""
+    return tuple.__repr__(ctx if ctx.offline else ctx[:_CTX_FIELDS])
+
+
+ControllerContext.__repr__ = _ctx_repr
 
 
 def put(t: tuple, i: int, value) -> tuple:

@@ -172,6 +172,7 @@ class ControllerEncoding:
                     if self.re:
                         st = z3.If(self.in_ar(q, zar, r), st, self.k(RSTATES.index(NON_EXISTENT_REPLICA)))
                     u[ctx.rstate[q][i]] = st
+                    u[ctx.owe[q][i]] = z3.BoolVal(False)
                 for r in self.ar[q]:
                     self._send(f, u, inbox, r, q, z3.And(z.version != -1, f.session[r] > 0, self.in_ar(q, zar, r)),
                              epoch, z, zar)
@@ -187,6 +188,13 @@ class ControllerEncoding:
             return u.d
         return SymAction("ElectController", (("broker", b),), guard, update,
                          lambda ev, f, p: [action("ElectController", broker=b)])
+
+    def _removal(self, cur: LI, r: int, ce) -> LI:
+        """spec.controller.remove_replica's write: leader -1 if ``r`` leads, ``r`` out
+        of the ISR unless it is the last member, leader epoch and version + 1."""
+        leader = z3.If(cur.leader == r, self.k(NO_LEADER), cur.leader)
+        isr = z3.If(cur.isr == bit(r, self.n), cur.isr, cur.isr & ~bit(r, self.n))
+        return LI(leader, cur.leader_epoch + 1, isr, ce, cur.version + 1)
 
     def _broker_failure(self, c: int, x: int) -> SymAction:
         def guard(f, p):
@@ -205,6 +213,10 @@ class ControllerEncoding:
                 inar = self.in_ar(q, self._ctx_ar(f, c, q), x)
                 rs = ctx.rstate[q][i]
                 u[rs] = z3.If(z3.And(inar, rs == R_STARTED), R_INELIGIBLE, rs)
+                # onReplicasBecomeOffline: the event owes the replica's OfflineReplica step
+                legal = z3.Or(rs == R_NEW, rs == R_ONLINE, rs == R_OFFLINE, rs == R_INELIGIBLE)
+                owe = ctx.owe[q][i]
+                u[owe] = z3.Or(owe, z3.And(inar, legal))
                 ps = ctx.pstate[q]
                 u[ps] = z3.If(z3.And(inar, ctx.cache[q].leader == x, z3.Or(ps == P_ONLINE, ps == P_NEW)),
                             P_OFFLINE, ps)
@@ -229,6 +241,7 @@ class ControllerEncoding:
                 inar = self.in_ar(q, car, x)
                 rs = ctx.rstate[q][i]
                 u[rs] = z3.If(z3.And(inar, z3.Or(rs == R_OFFLINE, rs == R_INELIGIBLE, rs == R_NEW)), R_ONLINE, rs)
+                u[ctx.owe[q][i]] = z3.BoolVal(False)
                 cache = ctx.cache[q]
                 self._send(f, u, inbox, x, q, z3.And(inar, cache.version != -1, ctx.pstate[q] == P_ONLINE),
                            ctx.epoch, cache, car)
@@ -341,9 +354,10 @@ class ControllerEncoding:
 
     def _remove_guard(self, f: KFrame, c: int, q: int, r: int):
         ctx = f.ctx[c]
-        rs = ctx.rstate[q][self.ar[q].index(r)]
-        return z3.And(ctx.has, f.alive[c], z3.Or(rs == R_ONLINE, rs == R_NEW), ctx.live[r] == 0,
-                      self.in_ar(q, self._ctx_ar(f, c, q), r), self._idle(f, c))
+        i = self.ar[q].index(r)
+        rs = ctx.rstate[q][i]
+        legal = z3.Or(rs == R_NEW, rs == R_ONLINE, rs == R_OFFLINE, rs == R_INELIGIBLE)
+        return z3.And(ctx.has, f.alive[c], ctx.owe[q][i], legal, self._idle(f, c))
 
     def _remove_from_isr(self, c: int, q: int, r: int) -> SymAction:
         i = self.ar[q].index(r)
@@ -356,13 +370,14 @@ class ControllerEncoding:
             u = Updates(f)
             ctx = f.ctx[c]
             z = f.zk[q]
-            attempt = z3.And(member(r, z.isr), z.leader != r, z.leader != NO_LEADER)
+            attempt = member(r, z.isr)
             fenced = z3.And(attempt, self._fenced(f, c))
             written = z3.And(attempt, z3.Not(fenced))
             u[ctx.has] = z3.Not(fenced)
+            u[ctx.owe[q][i]] = z3.BoolVal(False)
             inbox: dict = {}
-            self._write(f, u, inbox, c, q, written, z.leader, z.isr & ~bit(r, self.n),
-                        self._ar_targets(f, c, q, but=r))
+            new = self._removal(z, r, ctx.epoch)
+            self._write(f, u, inbox, c, q, written, new.leader, new.isr, self._ar_targets(f, c, q, but=r))
             rs = ctx.rstate[q][i]
             u[rs] = z3.If(fenced, rs, R_OFFLINE)
             self._flush(f, u, inbox)

@@ -87,6 +87,7 @@ class Ctx(NamedTuple):
     cache: tuple
     pstate: tuple
     rstate: tuple
+    owe: tuple                    # per partition, per replica slot: its OfflineReplica step is owed (ctx.offline)
 
 
 class RCtx(NamedTuple):
@@ -139,6 +140,8 @@ class KFrame(Frame):
                             tuple(li(f"{pre}.partition[{p}]") for p in range(np_)),
                             tuple(self.var(f"{pre}.partition_state[{p}]", I) for p in range(np_)),
                             tuple(tuple(self.var(f"{pre}.replica_state[{p}][{r}]", I) for r in ar[p])
+                                for p in range(np_)),
+                            tuple(tuple(self.var(f"{pre}.offline[{p}][{r}]", B) for r in ar[p])
                                 for p in range(np_))))
         self.ctx = tuple(ctxs)
         self.budget = {k: self.var(f"budget.{k}", I) for k in enc.budget_keys}

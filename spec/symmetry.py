@@ -132,7 +132,8 @@ def _ctx(c: ControllerContext | None, g: tuple, ginv: tuple, src: tuple, piinv: 
         tuple(_slots(c.replica_states[p], src[q]) for q, p in enumerate(piinv)), _per_broker(c.shutting_down, ginv),
         c.deleting, tuple(_ids(c.ar[p], g) for p in piinv),
         tuple(None if r is None else Reassignment(_ids(r.target, g), _ids(r.original, g), r.step)
-              for r in _per_part(c.reassigning, piinv)))
+              for r in _per_part(c.reassigning, piinv)),
+        tuple(sorted((piinv.index(p), g[r]) for p, r in c.offline)))
 
 
 def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple, pi: tuple, piinv: tuple) -> Broker:

@@ -65,6 +65,9 @@ class KafkaView:
                     "replica_state": {f"{q}.{r}": _name(RSTATES, ev(s))
                                     for q in range(self.np) for r, s in zip(self.ar[q], ctx.rstate[q])},
                 }
+                owed = [f"{q}.{r}" for q in range(self.np) for r, o in zip(self.ar[q], ctx.owe[q]) if ev(o)]
+                if owed:
+                    d["controller"]["offline"] = owed
                 if self.re:
                     rc = f.rctx[b]
                     d["controller"]["ar"] = {str(q): ids_of(self._ar_value(q, ev(rc[q].ar))) for q in range(self.np)}
@@ -175,6 +178,7 @@ class KafkaView:
                     c += li(ctx.cache[q], k.partitions[q])
                     c.append(ctx.pstate[q] == PSTATES.index(k.partition_states[q]))
                     c += [a == RSTATES.index(v) for a, v in zip(ctx.rstate[q], k.replica_states[q])]
+                    c += [o == ((q, r) in k.offline) for o, r in zip(ctx.owe[q], self.ar[q])]
                     if self.re:
                         rc, ra = f.rctx[b][q], k.reassigning[q]
                         c += [rc.ar == self.ar_id(q, k.ar[q]), rc.has == (ra is not None)]

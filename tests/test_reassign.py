@@ -212,7 +212,7 @@ def test_reassign_crash_leader_leaves_rar_after_step_7():
     r = check(model("reassign-crash"))
     assert r.verdict == VIOLATED
     v = r.violations[0]
-    assert (v.property, len(v.path) - 1, r.stats.distinct) == ("ReassignmentLeaderInRar", 16, 3564)
+    assert (v.property, len(v.path) - 1, r.stats.distinct) == ("ReassignmentLeaderInRar", 16, 3620)
     names = [st.action.name for st in v.path[1:]]
     assert names.index("ReassignElectLeader") < names.index("CrashBroker") < len(names) - 2
     last = v.path[-1]
@@ -222,28 +222,17 @@ def test_reassign_crash_leader_leaves_rar_after_step_7():
     assert all(reassignment_isr_in_ar(st.state) for st in v.path)
 
 
-def test_reassign_crash_strands_a_reassignment_at_quiescence():
-    """A finding: a replica of RAR that is in the ISR in ZooKeeper but dead in the
-    controller's view passes step 4; after step 6 the old leader is no longer in the
-    cached AR, so it is not told that the dead replica left the ISR; its conditional
-    ISR writes then fail for ever, the replica never rejoins, and step 7 never finds
-    a leader in RAR.  One broker crash: in Kafka's event order (the default) it is the
-    controller's, and the successor resumes the reassignment (the trace in
-    traces/known/); without it (tests/data/non-kafka-order/) no failover is needed."""
+def test_reassign_crash_strands_no_reassignment_at_quiescence():
+    """The stranding once reported here (tests/data/non-kafka-offline/) rested on an
+    OfflineReplica step that no Kafka event owes: a replica of RAR that the successor
+    controller had found dead at its failover was taken offline right after
+    reassignment step 5 took it online.  With OfflineReplica owed by events only
+    (a broker failure, a controlled shutdown), every quiescent state of reassign-crash
+    has its reassignment done: the whole graph, 37,704 states."""
     m = model("reassign-crash")
     prop = [p for p in m.properties() if p.name == "ReassignmentCompletesWhenQuiescent"]
     r = check(m, properties=prop, check_deadlock=False)
-    assert r.verdict == VIOLATED
-    v = r.violations[0]
-    assert len(v.path) - 1 == 19
-    final = v.path[-1].state
-    assert m.actions(final) == []                 # quiescent, and a legitimate end state
-    assert m.is_terminal(final)
-    ctx = final.brokers[final.zk.controller].ctx
-    assert ctx.reassigning[0].step == "6" and ctx.ar == ((1,),)
-    assert final.zk.reassign == ((1,),) and final.zk.ar == ((0, 1),)
-    leader = final.brokers[0].partitions[0]
-    assert leader.leader == 0 and leader.version < final.zk.partitions[0].version
+    assert r.verdict == OK and r.stats.distinct == 37704
 
 
 def _eventually(m):
@@ -259,26 +248,23 @@ def test_eventually_reassignment_completes_without_faults():
 
 
 @pytest.mark.slow
-def test_reassign_crash_whole_space_ar_last_holds_but_a_reassignment_strands():
+def test_reassign_crash_whole_space_ar_last_holds_and_every_reassignment_completes():
     """The seed's claim, at these bounds: with AR written last, the ISR and leader stay
     within the AR in ZooKeeper through every crash (the whole reassign-crash space:
-    37,042 states, one crash, controller failover included).  Liveness: the stranded
-    reassignment above is a lasso, a state nothing leaves, with the reassignment
-    pending and no dead broker to wait for."""
+    37,704 states, one crash, controller failover included).  Liveness: no lasso is
+    left; both eventually properties hold (the stranding above is gone)."""
     from checker.graph import explore
     from checker.liveness import check_liveness
 
     m = model("reassign-crash")
     g = explore(m)
-    assert len(g.states) == 37042
+    assert len(g.states) == 37704
     names = ("ReassignmentIsrInAr", "IsrSubsetOfAssignedReplicas", "LeaderInIsr")
     for p in (p for p in m.properties() if p.name in names):
         assert all(p.predicate(s) for s in g.states), p.name
     for p in (p for p in m.properties() if p.name in ("LegalStateTransitions", "ControllerEpochFencing")):
         assert all(p.predicate(g.states[a], act, g.states[b]) for a, act, b in g.edges), p.name
-    [lasso] = check_liveness(g, m, _eventually(m))
-    final = g.states[lasso.node]
-    assert lasso.loop == [] and final.zk.reassign == ((1,),) and m.actions(final) == []
+    assert check_liveness(g, m, [p for p in m.properties() if p.kind == "eventually"]) == []
 
 
 class PureControllerFailover(KafkaModel):
@@ -324,13 +310,15 @@ class TellTheLeader(KafkaModel):
 
 
 @pytest.mark.slow
-def test_telling_the_leader_removes_the_stranding():
-    """With that one message added, no reassignment is stranded at these bounds: the
-    only violation left in reassign-crash is the leader's excursion out of RAR."""
+def test_telling_the_leader_changes_nothing_at_these_bounds():
+    """The stranding's cause in the order-free model (an ISR removal the old leader,
+    outside the cached AR, is not told of): with OfflineReplica owed by events only it
+    never arises in reassign-crash, so this one message changes nothing: the only
+    violation is the leader's excursion out of RAR, on the same 37,704 states."""
     m = TellTheLeader(KafkaConfig(**resolve(FAMILY, "reassign-crash", {})))
     r = check(m, keep_going=True)
     assert [v.property for v in r.violations] == ["ReassignmentLeaderInRar"]
-    assert r.stats.distinct == 37388
+    assert r.stats.distinct == 37704
 
 
 # -- the data path across a reassignment ------------------------------------------------------
