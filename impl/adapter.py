@@ -49,9 +49,9 @@ DeliverLeaderAndIsr(b,..)  ``deliver(b, request)``: the one queued request with 
 DeliverStopReplica(b, ..)  ``deliver(b, request)``; its response reaches the           response in the same step
                            controller at once
 DeliverUpdateMetadata      ``deliver(b, request)`` (metadata_cache): the broker's       Kafka batches partitions per request;
-(b, p, ..)                 MetadataCache takes the leader; it waits for the            here one partition per request
-                           LeaderAndIsr and older UpdateMetadata its controller
-                           sent the broker for the partition (FIFO channel)
+(b, p, ..)                 MetadataCache takes the leader and the live brokers; the    here one partition per request
+                           requests of one controller keep the FIFO orders of
+                           spec/metadata.py (a LeaderAndIsr also waits there)
 ShrinkIsr(l, p, r)         ``shrink_isr(l, tp, r)``: the replica-lag timer fires       same
 ExpandIsr(l, p, r)         data path: ``expand_isr(l, tp, r)`` (the leader checks      Kafka expands while it handles a
                            what r's fetches told it); without a data path first        fetch; without a data path the
@@ -59,9 +59,9 @@ ExpandIsr(l, p, r)         data path: ``expand_isr(l, tp, r)`` (the leader check
                            then ``expand_isr``                                          r's fetch round and the expansion
 Produce(l, p, acks)        ``produce(l, tp, acks)``; NotEnoughReplicas changes         same
                            nothing.  With metadata_cache, enabled iff a running
-                           broker's MetadataCache names l (the producer's metadata
-                           request) and l runs; NOT_LEADER_FOR_PARTITION changes
-                           nothing
+                           broker's MetadataCache names l and lists it as live (the
+                           producer's metadata request) and l runs;
+                           NOT_LEADER_FOR_PARTITION changes nothing
 Fetch(f, l, p)             ``fetch(f, tp)``: one fetch round (again at once after      Kafka's follower refetches after an
                            OffsetOutOfRange)                                            OffsetOutOfRange in a later round
 TruncateFollower(f, l, p)  ``truncate(f, tp)``: OffsetsForLeaderEpoch rounds until     KIP-279 may need several rounds;
@@ -363,7 +363,8 @@ class KafkaImplementation:
                 return req
             if (act.name == "DeliverUpdateMetadata" and isinstance(req, UpdateMetadataRequest)
                     and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
-                    and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")):
+                    and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")
+                    and tuple(req.live_brokers) == tuple(act.get("live"))):
                 return req
             if (act.name == "DeliverStopReplica" and isinstance(req, StopReplicaRequest)
                     and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
@@ -378,22 +379,34 @@ class KafkaImplementation:
     def _routed(self, b, tp) -> bool:
         """A producer's metadata request to some running broker names b as the leader
         (``KafkaApis.handleTopicMetadataRequest`` answers from the ``MetadataCache``)."""
-        return any(self._rm(x) is not None and self._rm(x).metadata_cache.get(tp) == b for x in range(self.n))
+        return any(self._rm(x) is not None and self._rm(x).metadata_cache.get(tp) == b
+                   and b in self._rm(x).alive_brokers for x in range(self.n))
 
-    @staticmethod
-    def _update_metadata_waits(in_flight: list, um: UpdateMetadataRequest) -> bool:
+    def _update_metadata_waits(self, b: int, um: UpdateMetadataRequest) -> bool:
         """The controller's channel is FIFO and a batch sends LeaderAndIsr before
         UpdateMetadata: an UpdateMetadata waits for the LeaderAndIsr (leader epoch not
         newer) and the older UpdateMetadata its controller sent this broker for the
-        partition (spec/broker.py keeps requests in flight as a set and orders these)."""
-        for q in in_flight:
+        partition; an ``ahead`` one at a broker that has applied nothing of its
+        controller epoch waits for no LeaderAndIsr (spec/metadata.py keeps requests in
+        flight as a set and orders these)."""
+        first = um.ahead and self._rm(b).controller_epoch < um.controller_epoch
+        for q in self.cluster.in_flight[b]:
             if q.topic_partition != um.topic_partition or q.controller_epoch != um.controller_epoch:
                 continue
-            if isinstance(q, LeaderAndIsrRequest) and q.leader_epoch <= um.leader_epoch:
+            if isinstance(q, LeaderAndIsrRequest) and q.leader_epoch <= um.leader_epoch and not first:
                 return True
             if isinstance(q, UpdateMetadataRequest) and q.leader_epoch < um.leader_epoch:
                 return True
         return False
+
+    def _leader_and_isr_waits(self, b: int, lai: LeaderAndIsrRequest) -> bool:
+        """A LeaderAndIsr waits for the UpdateMetadata its controller sent before it: one
+        for the partition with an older leader epoch, and at a broker that has applied
+        nothing of that controller epoch, an ``ahead`` one (spec/metadata.py)."""
+        first = self._rm(b).controller_epoch < lai.controller_epoch
+        return any(isinstance(q, UpdateMetadataRequest) and q.controller_epoch == lai.controller_epoch
+                   and ((q.topic_partition == lai.topic_partition and q.leader_epoch < lai.leader_epoch)
+                        or (first and q.ahead)) for q in self.cluster.in_flight[b])
 
     def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
         """The follower's next request (an OffsetsForLeaderEpoch when ``truncating``,
@@ -589,7 +602,9 @@ class KafkaImplementation:
             if req is None:
                 return False
             if isinstance(req, UpdateMetadataRequest):
-                return not self._update_metadata_waits(c.in_flight[act.get("broker")], req)
+                return not self._update_metadata_waits(act.get("broker"), req)
+            if isinstance(req, LeaderAndIsrRequest) and self.metadata_cache:
+                return not self._leader_and_isr_waits(act.get("broker"), req)
             if isinstance(req, StopReplicaRequest) and self.reassign_targets:
                 # The controller's channel is FIFO: a StopReplica does not overtake a
                 # LeaderAndIsr its controller sent for that partition (spec/broker.py).
@@ -906,6 +921,7 @@ class KafkaImplementation:
             if self.metadata_cache:
                 cache = s.replica_manager.metadata_cache if s is not None else {}
                 d["metadata"] = [cache.get(tp, NO_LEADER) for tp in tps]
+                d["alive_brokers"] = list(s.replica_manager.alive_brokers) if s is not None else []
             brokers.append(d)
         out = {"zk": observed_zk, "brokers": brokers}
         if self.data_path:
@@ -1031,7 +1047,8 @@ class KafkaImplementation:
                     "isr": list(r.isr), "version": r.zk_version, "replicas": list(r.replicas)}
         if isinstance(r, UpdateMetadataRequest):
             return {"type": "UpdateMetadata", "controller_epoch": r.controller_epoch,
-                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch}
+                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch,
+                    "live": list(r.live_brokers), "ahead": r.ahead}
         return {"type": "StopReplica", "controller_epoch": r.controller_epoch,
                 "partition": r.topic_partition.partition, "delete": r.delete_partition}
 

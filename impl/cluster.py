@@ -76,13 +76,19 @@ class Cluster:
             if isinstance(e, Send):
                 # A request to a broker that is down waits in the controller's queue for
                 # it (ControllerChannelManager retries until the broker is back).
-                if e.request not in self.in_flight[e.destination]:
+                if e.request not in self.in_flight[e.destination] and not self._twin_in_flight(e):
                     self.in_flight[e.destination].append(e.request)
             elif isinstance(e, Respond):
                 s = self.servers[e.destination]
                 if s is not None:
                     s.controller.handle_stop_replica_response(e.response)
         self._deliver_watches()
+
+    def _twin_in_flight(self, e: Send) -> bool:
+        """An UpdateMetadata equal to one in flight but for ``ahead`` is not queued
+        again: the broker's cache would already hold it (spec/metadata.py)."""
+        r = e.request
+        return isinstance(r, UpdateMetadataRequest) and r._replace(ahead=not r.ahead) in self.in_flight[e.destination]
 
     def server(self, b: int) -> KafkaServer:
         s = self.servers[b]

@@ -164,14 +164,25 @@ class Controller(ReassignmentSteps):
                         f"{li} to broker {t} for partition {tp}")
         return [Send(t, req) for t in targets] + self._update_metadata(tp, li)
 
-    def _update_metadata(self, tp, li: LeaderAndIsr) -> list:
-        """UpdateMetadata for ``tp`` to every broker in the context's live set
-        (``liveOrShuttingDownBrokerIds``), when this broker sends them at all."""
+    def _update_metadata(self, tp, li: LeaderAndIsr | None, ahead: bool = False) -> list:
+        """UpdateMetadata for ``tp`` (no state: leader epoch -1) and the live brokers to
+        every broker in the context's live set (``liveOrShuttingDownBrokerIds``), when
+        this broker sends them at all."""
         if not self.config.send_update_metadata:
             return []
-        req = UpdateMetadataRequest(self.broker_id, self.ctx.epoch, tp, li.leader, li.leader_epoch)
-        self._trace(f"Sending UpdateMetadata request {li} for partition {tp} to brokers {sorted(self._live())}")
-        return [Send(t, req) for t in sorted(self._live())]
+        live = tuple(sorted(self._live()))
+        leader, epoch = (li.leader, li.leader_epoch) if li is not None else (NO_LEADER, -1)
+        req = UpdateMetadataRequest(self.broker_id, self.ctx.epoch, tp, leader, epoch, live, ahead)
+        self._trace(f"Sending UpdateMetadata request {li} for partition {tp} to brokers {list(live)}")
+        return [Send(t, req) for t in live]
+
+    def _update_metadata_all(self, ahead: bool) -> list:
+        """``sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds)``: every partition."""
+        out = []
+        for tp in sorted(self.ctx.assignments):
+            if self.zk.topic_exists(tp.topic):
+                out += self._update_metadata(tp, self.ctx.leadership.get(tp), ahead)
+        return out
 
     def _live(self) -> set:
         return set(self.ctx.live_broker_epochs)
@@ -216,7 +227,9 @@ class Controller(ReassignmentSteps):
                 for r in ar:
                     ctx.replica_states[(tp, r)] = ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE
         self._initialize_partition_reassignment()
-        out = []
+        # From 0.11 the UpdateMetadata goes first, so that the brokers know the live
+        # brokers before the state machines' LeaderAndIsr; 0.10 sends it last.
+        out = self._update_metadata_all(ahead=True) if self.config.truncation != "high_watermark" else []
         for tp in sorted(ctx.leadership):
             out += self._leader_and_isr(tp, ctx.leadership[tp], [r for r in ctx.assignments[tp] if r in live])
         return out
@@ -311,7 +324,9 @@ class Controller(ReassignmentSteps):
         ctx.live_broker_epochs.pop(broker, None)
         ctx.shutting_down.discard(broker)
         self._rearm_broker_watch()
-        return []
+        # If no partition lost its leader, an UpdateMetadata tells the brokers.
+        lost = any(li.leader == broker for li in ctx.leadership.values())
+        return self._update_metadata_all(ahead=False) if not lost or ctx.topics_to_be_deleted else []
 
     def on_broker_startup(self, broker: int) -> list:
         ctx = self.ctx
@@ -328,9 +343,7 @@ class Controller(ReassignmentSteps):
         ctx.live_broker_epochs[broker] = epoch
         # sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds): every partition, every
         # live broker (the new one included), before the new broker's LeaderAndIsr.
-        for tp in sorted(ctx.leadership):
-            if self.zk.topic_exists(tp.topic):
-                out += self._update_metadata(tp, ctx.leadership[tp])
+        out += self._update_metadata_all(ahead=True)
         for tp in ctx.partitions_on(broker):
             if tp in ctx.leadership and ctx.partition_states.get(tp) == ONLINE_PARTITION:
                 out += self._leader_and_isr(tp, ctx.leadership[tp], [broker])

@@ -365,6 +365,8 @@ class BrokerNode:
         if isinstance(msg, W.MetadataRequest):
             with self.lock:
                 leader = rm.metadata_cache.get(msg.topic_partition, NO_LEADER)
+                if leader not in rm.alive_brokers:   # MetadataCache: LEADER_NOT_AVAILABLE
+                    leader = NO_LEADER
             return W.MetadataResponse(NONE if leader != NO_LEADER else LEADER_NOT_AVAILABLE, leader)
         if isinstance(msg, StopReplicaRequest):
             with self.lock:

@@ -115,6 +115,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetchers: dict[TopicPartition, FetchState] = {}
         self.metadata_cache: dict[TopicPartition, int] = {}   # MetadataCache: the leader of each partition
+        self.alive_brokers: tuple = ()                        # MetadataCache.aliveBrokers (memory: empty at start)
 
     def log(self, tp: TopicPartition) -> Log:
         if tp not in self.logs:
@@ -172,11 +173,14 @@ class ReplicaManager:
             self._make_follower(p, current)
         return NONE
 
-    @staticmethod
-    def _leader_alive(leader: int) -> bool:
+    def _leader_alive(self, leader: int) -> bool:
         """``ReplicaManager.makeFollowers`` (0.10 to 2.x) follows a new leader only if
-        ``MetadataCache.getAliveBrokers`` lists it; the leader -1 is never alive."""
-        return leader != NO_LEADER
+        ``MetadataCache.getAliveBrokers`` lists it; the leader -1 is never alive.  A
+        broker that gets no UpdateMetadata (``send_update_metadata`` off) has no live
+        list, and every other leader counts as alive."""
+        if leader == NO_LEADER:
+            return False
+        return leader in self.alive_brokers if self.config.send_update_metadata else True
 
     @staticmethod
     def _stale_leader_epoch(request_epoch: int, current_epoch: int) -> bool:
@@ -227,11 +231,14 @@ class ReplicaManager:
         """``ReplicaManager.maybeUpdateMetadataCache``: a request from an older controller
         epoch is refused (ControllerMovedException, STALE_CONTROLLER_EPOCH); otherwise
         ``MetadataCache.updateCache`` takes the partition's leadership as it is, with
-        no leader-epoch check, and the broker remembers the controller epoch."""
+        no leader-epoch check (none if the request has no state for it), replaces the
+        live brokers, and the broker remembers the controller epoch."""
         if self._fenced(req, "Received UpdateMetadata request from controller {req.controller_id} with epoch "
                              "{req.controller_epoch}, older than the latest known controller epoch {latest}"):
             return STALE_CONTROLLER_EPOCH
-        self.metadata_cache[req.topic_partition] = req.leader
+        if req.leader_epoch >= 0:
+            self.metadata_cache[req.topic_partition] = req.leader
+        self.alive_brokers = tuple(req.live_brokers)
         self._trace("", f"Cached leader info leader {req.leader} leader epoch {req.leader_epoch} for partition "
                     f"{req.topic_partition} in response to UpdateMetadata request sent by controller "
                     f"{req.controller_id} epoch {req.controller_epoch}")

@@ -34,16 +34,21 @@ class StopReplicaRequest(NamedTuple):
 
 
 class UpdateMetadataRequest(NamedTuple):
-    """One partition's leadership for the broker's ``MetadataCache`` (sent to every
-    live broker with each LeaderAndIsr batch, on failover, broker startup and ISR
-    changes).  Kafka's carries the ISR, the znode version, the replicas and the live
-    brokers as well; the producers' routing reads only the leader."""
+    """One partition's leadership and the live brokers for the broker's
+    ``MetadataCache`` (sent to every live broker with each LeaderAndIsr batch, on
+    failover, broker startup and failure, and ISR changes).  Kafka's carries the ISR,
+    the znode version and the replicas as well; the producers' routing and
+    ``makeFollowers`` read only the leader and the live brokers.  Leader epoch -1: no
+    state for the partition yet, only the live brokers.  ``ahead``: sent on its own
+    (``sendUpdateMetadataRequest``) before the event's LeaderAndIsr requests."""
 
     controller_id: int
     controller_epoch: int
     topic_partition: TopicPartition
     leader: int
     leader_epoch: int
+    live_brokers: tuple = ()
+    ahead: bool = False
 
 
 class StopReplicaResponse(NamedTuple):

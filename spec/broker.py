@@ -8,7 +8,7 @@ broker learns what the controller decided.
 from __future__ import annotations
 
 from checker.model import Action, action
-from spec import datapath
+from spec import datapath, metadata
 from spec.state import (
     NO_LEADER, NO_STATE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
     KafkaState, LeaderAndIsr, LeaderIsr, StopReplica, UpdateMetadata, put,
@@ -18,14 +18,16 @@ DOCS = {
     "DeliverLeaderAndIsr": "a broker handles a LeaderAndIsr request in flight: rejected if its controller "
                            "epoch is older than the broker has seen (StaleControllerEpoch) or its leader "
                            "epoch is not newer (StaleLeaderEpoch); else the broker becomes leader or follower, "
-                           "except that a broker told to follow leader -1 keeps its partition as it was "
-                           "(ReplicaManager.makeFollowers: the new leader is unavailable)",
+                           "except that a broker told to follow leader -1, or (metadata_cache) a leader its "
+                           "cache does not list as live, keeps its partition as it was (ReplicaManager."
+                           "makeFollowers: the new leader is unavailable)",
     "DeliverStopReplica": "a broker handles StopReplica: it stops fetching; with delete=true it also deletes "
                           "its replica (log included) and, during topic deletion, the controller that sent it "
                           "records ReplicaDeletionSuccessful",
     "DeliverUpdateMetadata": "a broker handles UpdateMetadata (metadata_cache only): rejected if its "
                              "controller epoch is older than the broker has seen; else its metadata cache "
-                             "takes the partition's leader (no leader-epoch check, as Kafka's MetadataCache)",
+                             "takes the partition's leader (no leader-epoch check, as Kafka's MetadataCache) "
+                             "and the live brokers",
     "ShrinkIsr": "the leader removes a follower that fell behind or died from the ISR "
                  "(conditional write on the znode version it holds)",
     "ExpandIsr": "the leader adds back a follower that follows it in the current leader epoch",
@@ -41,12 +43,14 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
             # when reassignment is configured: without it they are always the static AR
             # and delete=true, and actions (hence traces) keep their earlier spelling.
             if type(req) is UpdateMetadata:
-                if not _update_metadata_waits(br.inbox, req):
+                if not metadata.update_metadata_waits(br, req):
                     out.append(action("DeliverUpdateMetadata", broker=b, partition=req.partition,
                                       controller_epoch=req.controller_epoch, leader=req.leader,
-                                      leader_epoch=req.leader_epoch))
+                                      leader_epoch=req.leader_epoch, live=req.live))
                 continue
             if type(req) is LeaderAndIsr:
+                if m.cfg.metadata_cache and metadata.leader_and_isr_waits(br, req):
+                    continue
                 extra = {"replicas": req.replicas} if m.reassign_targets else {}
                 out.append(action("DeliverLeaderAndIsr", broker=b, partition=req.partition,
                                   controller_epoch=req.controller_epoch, leader=req.leader,
@@ -70,24 +74,6 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
 # so that every other preset keeps its pinned numbers.
 
 
-def _update_metadata_waits(inbox: tuple, um: UpdateMetadata) -> bool:
-    """The controller's channel to a broker is FIFO (``ControllerChannelManager``: one
-    queue per broker), and a batch sends its LeaderAndIsr requests before its
-    UpdateMetadata.  The model keeps requests in flight as a set, so it orders what
-    matters for the metadata cache: an UpdateMetadata waits for the LeaderAndIsr and
-    the older UpdateMetadata its controller sent for the partition before it (same
-    controller epoch, leader epoch not newer, resp. older).  Between controllers
-    there is no order."""
-    for q in inbox:
-        if q.partition != um.partition or q.controller_epoch != um.controller_epoch:
-            continue
-        if type(q) is LeaderAndIsr and q.leader_epoch <= um.leader_epoch:
-            return True
-        if type(q) is UpdateMetadata and q.leader_epoch < um.leader_epoch:
-            return True
-    return False
-
-
 def _request(m, s: KafkaState, a: Action):
     p = a.get("partition")
     if a.name == "DeliverLeaderAndIsr":
@@ -97,7 +83,9 @@ def _request(m, s: KafkaState, a: Action):
         return LeaderAndIsr(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"), a.get("isr"),
                             a.get("version"), a.get("replicas", s.zk.ar[p]))
     if a.name == "DeliverUpdateMetadata":
-        return UpdateMetadata(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"))
+        um = UpdateMetadata(a.get("controller_epoch"), p, a.get("leader"), a.get("leader_epoch"), a.get("live"), False)
+        # at most one of the two is in flight (metadata.send_update_metadata)
+        return um if um in s.brokers[a.get("broker")].inbox else um._replace(ahead=True)
     return StopReplica(a.get("controller_epoch"), p, a.get("delete", True))
 
 
@@ -122,7 +110,7 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
         seen = max(br.controller_epoch_seen, req.controller_epoch)
         current = br.partitions[req.partition]
         parts = br.partitions
-        applied = req.leader_epoch > current.leader_epoch and (req.leader == b or _leader_alive(req.leader))
+        applied = req.leader_epoch > current.leader_epoch and (req.leader == b or metadata.leader_alive(m, br, req.leader))
         assigned = br.assigned
         if applied:
             parts = put(parts, req.partition, LeaderIsr(req.leader, req.leader_epoch, req.isr,
@@ -139,17 +127,6 @@ def deliver_leader_and_isr(m, s: KafkaState, a: Action) -> KafkaState:
     return s._replace(brokers=put(s.brokers, b, br))
 
 
-def _leader_alive(leader: int) -> bool:
-    """``ReplicaManager.makeFollowers`` (the same in 0.10, 0.11, 2.0 and 2.1): a broker
-    told to follow a leader that its ``MetadataCache.getAliveBrokers`` does not list
-    logs "cannot become follower since the new leader ... is unavailable" and leaves
-    the partition as it was (no new leader epoch or AR, the same fetcher); it still
-    learns the controller epoch.  Leader -1 is never alive.  The caches' live brokers
-    are not modelled, so every other leader counts as alive (docs/model.md, "The
-    makeFollowers check", says which Kafka case that leaves out)."""
-    return leader != NO_LEADER
-
-
 def deliver_update_metadata(m, s: KafkaState, a: Action) -> KafkaState:
     """``KafkaApis.handleUpdateMetadataRequest`` -> ``ReplicaManager.maybeUpdateMetadataCache``:
     a request from an older controller epoch than the broker has seen is refused
@@ -158,8 +135,8 @@ def deliver_update_metadata(m, s: KafkaState, a: Action) -> KafkaState:
     leader-epoch check, and the broker remembers the controller epoch."""
     b, req, br, fenced = _receive(m, s, a)
     if not fenced:
-        br = br._replace(controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch),
-                         metadata=put(br.metadata, req.partition, req.leader))
+        br = metadata.apply_update_metadata(br, req)
+        br = br._replace(controller_epoch_seen=max(br.controller_epoch_seen, req.controller_epoch))
     return s._replace(brokers=put(s.brokers, b, br))
 
 

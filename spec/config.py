@@ -49,6 +49,10 @@ class KafkaConfig:
                 f"set replication_factor <= brokers"
             )
 
+        if self.metadata_cache and self.create_topic_after_start:
+            raise ValueError(
+                "metadata_cache=true with create_topic_after_start=true is not modelled (an UpdateMetadata "
+                "before the topic exists carries only the live brokers); set one of them false")
         _ = self.reassign_targets  # raises ValueError on a malformed list
 
     @property

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import election
+from spec.metadata import failover_sends_ahead, send_all, send_update_metadata
 from spec.state import (
     NEW_PARTITION, NEW_REPLICA, NO_LEADER, NO_STATE, NO_VERSION, NON_EXISTENT_PARTITION,
     NON_EXISTENT_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL,
-    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, UpdateMetadata, add_request,
+    ControllerContext, KafkaState, LeaderAndIsr, LeaderIsr, Reassignment, StopReplica, add_request,
     may_stop, put,
 )
 from spec.statemachines import legal_partition, legal_replica
@@ -76,22 +77,6 @@ def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, tar
         br = brokers[r]
         brokers[r] = br._replace(inbox=add_request(br.inbox, req))
     return send_update_metadata(m, s._replace(brokers=tuple(brokers)), epoch, p, li, live)
-
-
-def send_update_metadata(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, live: tuple) -> KafkaState:
-    """UpdateMetadata for partition p to every broker the controller believes live
-    (``ControllerBrokerRequestBatch.addUpdateMetadataRequestForBrokers`` to
-    ``liveOrShuttingDownBrokerIds``), with ``metadata_cache`` only: without it no
-    action reads a broker's metadata cache (producers route to any broker that
-    believes it leads), so the requests would only multiply interleavings."""
-    if not m.cfg.metadata_cache:
-        return s
-    req = UpdateMetadata(epoch, p, li.leader, li.leader_epoch)
-    brokers = list(s.brokers)
-    for r, up in enumerate(live):
-        if up:
-            brokers[r] = brokers[r]._replace(inbox=add_request(brokers[r].inbox, req))
-    return s._replace(brokers=tuple(brokers))
 
 
 def conditional_write(m, s: KafkaState, c: int, p: int, leader: int, isr: tuple, bump: bool):
@@ -184,8 +169,11 @@ def elect_controller(m, s: KafkaState, a: Action) -> KafkaState:
     s = s._replace(zk=zk._replace(controller=b, controller_epoch=epoch))
     s = with_ctx(s, b, ctx)
     if zk.topic:
-        # onControllerFailover: UpdateMetadata for every partition to every live broker,
-        # then each live replica's LeaderAndIsr (the replica state machine's startup).
+        # onControllerFailover: UpdateMetadata for every partition to every live broker
+        # (from 0.11; 0.10 sends it last), then each live replica's LeaderAndIsr (the
+        # replica state machine's startup).
+        if failover_sends_ahead(m.cfg):
+            s = send_all(m, s, epoch, zk.partitions, live)
         for p, zkp in enumerate(zk.partitions):
             if zkp.version != NO_VERSION:
                 s = send_leader_and_isr(m, s, epoch, p, zkp, [r for r in zk.ar[p] if live[r]], zk.ar[p], live)
@@ -228,6 +216,10 @@ def broker_failure(m, s: KafkaState, a: Action) -> KafkaState:
     s = with_ctx(s, c, ctx)
     if OFFLINE_PARTITION in ctx.partition_states and not s.ghost.inv_partition_offline:
         s = s._replace(ghost=s.ghost._replace(inv_partition_offline=True))
+    # onBrokerFailure: if no partition lost its leader, the brokers learn of the failure
+    # from an UpdateMetadata to every live broker (elections and ISR removals send theirs).
+    if s.zk.topic and (ctx.deleting or not any(li.leader == b for li in ctx.partitions)):
+        s = send_all(m, s, ctx.epoch, ctx.partitions, ctx.live, ahead=False)
     return s
 
 
@@ -255,9 +247,7 @@ def broker_startup(m, s: KafkaState, a: Action) -> KafkaState:
     # onBrokerStartup: UpdateMetadata for every partition to every live broker (the new
     # one included), then the new broker's LeaderAndIsr.
     if s.zk.topic:
-        for p, li in enumerate(ctx.partitions):
-            if li.version != NO_VERSION:
-                s = send_update_metadata(m, s, ctx.epoch, p, li, ctx.live)
+        s = send_all(m, s, ctx.epoch, ctx.partitions, ctx.live)
     for p in targets:
         s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [b], ctx.ar[p], ctx.live)
     return s

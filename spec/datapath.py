@@ -27,6 +27,7 @@ as Gustafson's specs do.
 from __future__ import annotations
 
 from checker.model import Action, action
+from spec import metadata
 from spec.state import NO_LEADER, KafkaState, Replica, put
 
 DOCS = {
@@ -127,7 +128,7 @@ def produce_enabled(m, s: KafkaState, out: list) -> None:
         for p in range(cfg.partitions):
             lv = _leader_view(s, b, p)
             if cfg.metadata_cache:
-                if not _routed(s, b, p):
+                if not metadata.routed(s, b, p):
                     continue
                 if lv is None:
                     # NOT_LEADER_FOR_PARTITION: a running broker that does not lead
@@ -145,14 +146,6 @@ def produce_enabled(m, s: KafkaState, out: list) -> None:
                         out.append(action("Produce", leader=b, partition=p, acks=acks))
                 elif s.budget.records > 0:
                     out.append(action("Produce", leader=b, partition=p, acks=acks))
-
-
-def _routed(s: KafkaState, b: int, p: int) -> bool:
-    """With ``metadata_cache``: a producer sends p's records to b if some running
-    broker's metadata cache names b as p's leader (the producer asks any broker for
-    metadata, ``KafkaApis.handleTopicMetadataRequest`` answers from the
-    ``MetadataCache``, never from ZooKeeper)."""
-    return any(br.alive and br.metadata[p] == b for br in s.brokers)
 
 
 def produce(m, s: KafkaState, a: Action) -> KafkaState:

@@ -208,6 +208,7 @@ class KafkaModel(Model):
             out["assigned"] = [list(a) for a in br.assigned]
         if self.cfg.metadata_cache:
             out["metadata"] = list(br.metadata)
+            out["alive_brokers"] = list(br.alive_brokers)
         return out
 
     def describe(self, s: KafkaState) -> dict:
@@ -238,6 +239,7 @@ class KafkaModel(Model):
             }
             if self.cfg.metadata_cache:
                 d["metadata_cache"] = {str(p): x for p, x in enumerate(br.metadata)}
+                d["metadata_cache"]["alive_brokers"] = _ids(br.alive_brokers)
             if br.replicas:
                 d["log"] = {str(p): {"epochs": _ids(r.log), "leo": len(r.log), "hw": r.hw,
                                      "epoch_cache": _ids(f"{e}@{o}" for e, o in datapath.rule(self).cache(r)),
@@ -276,8 +278,9 @@ def _obs_li(li: LeaderIsr) -> dict:
 
 def _obs_request(r) -> dict:
     d = {"type": type(r).__name__, **r._asdict()}
-    if "isr" in d:
-        d["isr"] = list(d["isr"])
+    for k in ("isr", "live"):
+        if k in d:
+            d[k] = list(d[k])
     return d
 
 
@@ -313,5 +316,5 @@ def _req(r) -> str:
                 f"replicas={_ids(r.replicas)})")
     if type(r) is UpdateMetadata:
         return (f"UpdateMetadata(controller_epoch={r.controller_epoch}, partition={r.partition}, leader={r.leader}, "
-                f"leader_epoch={r.leader_epoch})")
+                f"leader_epoch={r.leader_epoch}, live={_ids(r.live)}{', ahead' if r.ahead else ''})")
     return f"StopReplica(controller_epoch={r.controller_epoch}, partition={r.partition}, delete={r.delete})"

@@ -40,6 +40,12 @@ EVENT_ORDER = ConformRun("shutdown (no crash, no preferred election) event order
 ORDER_FREE = ConformRun("tiny (order-free: controller_event_order=false) --probe", preset="tiny",
                         overrides=(("controller_event_order", False),), probe=True)
 
+# The metadata caches' live brokers without the data path: a crash, the restarted broker's
+# UpdateMetadata ahead of its LeaderAndIsr, a failover's, and makeFollowers' live-leader
+# check (spec/metadata.py; 1,744 states, about 4 s of CPU probed).
+CACHE_LIVE = ConformRun("data-cache (no record, 1 crash) --probe", preset="data-cache", overrides=(("max_records", 0),),
+                        probe=True)
+
 # Cheapest first.  The covering sets take every transition of their graph, probed (the
 # implementation is asked about every action the model refuses); the walks reach the
 # data path's truncation rules with three replicas, beyond any covering set.
@@ -70,6 +76,7 @@ CONFORMANCE = ConformCorpus((
     EVENT_ORDER,
     ORDER_FREE,
     UNCLEAN_TWICE,
+    CACHE_LIVE,
 ))
 
 # The battery issue 17 started from, which gave the "before" score (docs/mutation.md).
@@ -110,7 +117,8 @@ SPEC_TESTS = CommandCorpus(TESTS.argv[:-1])
 # controller (no ISR shrink) and a controlled shutdown (no crash, no shrink, no preferred
 # election), each under 5 s of CPU unmutated, and two unclean elections with the atomic
 # controller (about 8 s), and tiny on the order-free model (the adapter's
-# controller_event_order=false, no longer the default); the whole gate about 5 minutes of CPU
+# controller_event_order=false, no longer the default), and the metadata caches' live brokers
+# with a crash (no record); the whole gate about 5 minutes of CPU
 # (docs/mutation.md).  Its four cheapest runs settle each trace's end (Cluster.settle,
 # checked against the model's quiet states); the others do not, which keeps the gate's cost
 # down (settling them killed nothing more in its sample).
@@ -127,6 +135,7 @@ GATE = MutationGate(120, 17, 91.5, ConformCorpus((
     EVENT_ORDER,
     ORDER_FREE,
     UNCLEAN_TWICE,
+    CACHE_LIVE,
 )))
 
 TARGETS = {

@@ -45,7 +45,8 @@ def controller_epoch_fencing(prev, act, nxt) -> bool:
         b = act.get("broker")
         pb, nb = prev.brokers[b], nxt.brokers[b]
         changed = nb.partitions != pb.partitions or (act.name == "DeliverUpdateMetadata"
-                                                     and nb.metadata != pb.metadata)
+                                                     and (nb.metadata, nb.alive_brokers)
+                                                     != (pb.metadata, pb.alive_brokers))
         if changed and act.get("controller_epoch") < pb.controller_epoch_seen:
             return False
     # 2. A superseded controller (its epoch is older than ZooKeeper's) changes no

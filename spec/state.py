@@ -89,16 +89,25 @@ class StopReplica(NamedTuple):
 
 class UpdateMetadata(NamedTuple):
     """An UpdateMetadata request in flight from a controller to one broker (with
-    ``metadata_cache`` only): one partition's leadership, which the broker's
-    ``MetadataCache`` takes if the controller epoch is not stale.  Kafka's request
-    also carries the ISR, the znode version, the replicas and the live brokers;
-    only the leader is read (by the producers' routing), so only it and the leader
-    epoch (which orders one controller's requests for a partition) are kept."""
+    ``metadata_cache`` only): one partition's leadership and the live brokers, which
+    the broker's ``MetadataCache`` takes if the controller epoch is not stale.
+    Kafka's request also carries the ISR, the znode version and the replicas; only
+    the leader and the live brokers are read (by the producers' routing and by
+    ``ReplicaManager.makeFollowers``), so only they and the leader epoch (which
+    orders one controller's requests for a partition) are kept.  Leader epoch -1:
+    the request names no state for the partition (it has none yet) and carries only
+    the live brokers.
+
+    ``ahead``: sent on its own by ``KafkaController.sendUpdateMetadataRequest`` at
+    the start of ``onControllerFailover`` (0.11 and later) or ``onBrokerStartup``,
+    before that event's LeaderAndIsr requests (spec/broker.py orders them)."""
 
     controller_epoch: int
     partition: int
     leader: int
     leader_epoch: int
+    live: tuple                   # the brokers the controller believes live (liveOrShuttingDownBrokerIds), sorted
+    ahead: bool
 
 
 class Reassignment(NamedTuple):
@@ -174,6 +183,7 @@ class CachingBroker(NamedTuple):
     replicas: tuple
     assigned: tuple
     metadata: tuple               # per partition: the leader its MetadataCache names, NO_LEADER none
+    alive_brokers: tuple          # MetadataCache.aliveBrokers: the live list of the last UpdateMetadata applied
 
 
 def new_broker(cached: bool, alive: bool, partitions: int, replicas: tuple) -> Broker | CachingBroker:
@@ -182,7 +192,7 @@ def new_broker(cached: bool, alive: bool, partitions: int, replicas: tuple) -> B
     empty = tuple(NO_STATE for _ in range(partitions))
     none = tuple(() for _ in range(partitions))
     if cached:
-        return CachingBroker(alive, 0, empty, (), None, replicas, none, tuple(NO_LEADER for _ in range(partitions)))
+        return CachingBroker(alive, 0, empty, (), None, replicas, none, tuple(NO_LEADER for _ in range(partitions)), ())
     return Broker(alive, 0, empty, (), None, replicas, none)
 
 

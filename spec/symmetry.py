@@ -114,7 +114,8 @@ def _req(r, g: tuple, pi: tuple):
         return LeaderAndIsr(r.controller_epoch, pi[r.partition], g[r.leader] if r.leader != NO_LEADER else NO_LEADER,
                             r.leader_epoch, _idset(r.isr, g), r.version, _ids(r.replicas, g))
     if type(r) is UpdateMetadata:
-        return r._replace(partition=pi[r.partition], leader=g[r.leader] if r.leader != NO_LEADER else NO_LEADER)
+        return r._replace(partition=pi[r.partition], leader=g[r.leader] if r.leader != NO_LEADER else NO_LEADER,
+                          live=_idset(r.live, g))
     return r._replace(partition=pi[r.partition])
 
 
@@ -148,7 +149,8 @@ def _broker(br: Broker, g: tuple, ginv: tuple, src: tuple, pi: tuple, piinv: tup
                      ctx=_ctx(br.ctx, g, ginv, src, piinv), replicas=replicas,
                      assigned=tuple(_ids(a, g) for a in _per_part(br.assigned, piinv)))
     if type(br) is CachingBroker:
-        br = br._replace(metadata=tuple(g[x] if x != NO_LEADER else NO_LEADER for x in _per_part(br.metadata, piinv)))
+        br = br._replace(metadata=tuple(g[x] if x != NO_LEADER else NO_LEADER for x in _per_part(br.metadata, piinv)),
+                         alive_brokers=_idset(br.alive_brokers, g))
     return br
 
 
