@@ -27,7 +27,7 @@ truncation).
 from __future__ import annotations
 
 from checker.errors import ModelError
-from spec import controller
+from spec import controller, eventorder
 
 #: Controller reactions the atomic controller runs inside the step that caused them.
 HIDDEN = frozenset(controller.APPLY) - {"ElectController", "ControlledShutdown"}
@@ -43,7 +43,7 @@ def _reactions(model, state) -> list:
     for enabled in controller.ENABLED:
         enabled(model, state, out)
     if model.cfg.controller_event_order:
-        out = controller.event_order(model, state, out)
+        out = eventorder.event_order(model, state, out)
     return [a for a in out if a.name in HIDDEN]
 
 

@@ -18,7 +18,7 @@ import json
 from typing import Any, Mapping
 
 from checker.model import Action, Model
-from spec import broker, controller, datapath, faults, liveness, reassign
+from spec import broker, controller, datapath, eventorder, faults, liveness, reassign
 from spec.config import KafkaConfig
 from spec.properties import properties
 from spec.footprints import kafka_footprints
@@ -110,7 +110,7 @@ class KafkaModel(Model):
             if busy:
                 out = [a for a in out if a.get("controller") not in busy or a.name in reassign.STEP]
         if self.cfg.controller_event_order:
-            out = controller.event_order(self, state, out, busy)
+            out = eventorder.event_order(self, state, out, busy)
         return out
 
     def next_state(self, state, act: Action):

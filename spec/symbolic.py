@@ -19,7 +19,7 @@ fencing flags; and partition reassignment (spec/reassign.py): ReassignPartitions
 StartReassignment, the steps Reassign* and CompleteReassignment, DeliverStopReplica
 (FIFO after its controller's LeaderAndIsr), a controller inside a reassignment event
 taking no other controller action (``reassign.busy``); and the controller's event order
-(``controller_event_order``, spec.controller.event_order): a controller with a step of
+(``controller_event_order``, spec.eventorder.event_order): a controller with a step of
 its current event enabled takes no new event, elections before RemoveReplicaFromIsr.
 With reassignment an AR is
 the index of one of the finitely many ordered ARs the configured requests can

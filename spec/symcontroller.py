@@ -7,7 +7,7 @@ import z3
 
 from checker.model import action
 from checker.symbolic import SymAction
-from spec.controller import STEP_STRATEGIES
+from spec.eventorder import STEP_STRATEGIES
 from spec.state import NO_LEADER, NON_EXISTENT_REPLICA
 from spec.symframe import (KFrame, LI, P_NEW, P_OFFLINE, P_ONLINE, RSTATES, R_INELIGIBLE, R_NEW,
                            R_OFFLINE, R_ONLINE, R_ORDER, R_STARTED, Updates, bit, first_of, if_li,
@@ -38,11 +38,11 @@ class ControllerEncoding:
             busy.append(z3.And(r.has, z3.Or(steps, six)))
         return z3.Not(z3.Or(busy))
 
-    # the controller's event order (spec.controller.event_order)
+    # the controller's event order (spec.eventorder.event_order)
 
     def _election_step(self, f: KFrame, c: int):
         """Controller ``c`` (not busy) has an election step of its current event
-        enabled: ``ElectLeader`` new or offline (spec.controller.is_event_step)."""
+        enabled: ``ElectLeader`` new or offline (spec.eventorder.is_event_step)."""
         key = ("election_step", c)
         if key not in f.memo:
             f.memo[key] = z3.Or([self._elect_guard(f, c, q, st)
@@ -53,7 +53,7 @@ class ControllerEncoding:
         """With ``controller_event_order``, the conjunct of a new event's guard: ``c`` has
         no step of its current event enabled (an election above, or
         ``RemoveReplicaFromIsr``).  Every step's guard holds only while ``c`` is not busy
-        (``_idle``), which is spec.controller.event_order's exception for a controller
+        (``_idle``), which is spec.eventorder.event_order's exception for a controller
         inside a reassignment event.  No conjunct without the rule (the guards stay the
         terms they were)."""
         if not self.cfg.controller_event_order:

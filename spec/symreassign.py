@@ -131,7 +131,7 @@ class ReassignEncoding:
 
         def guard(f, p):
             # _no_step: a step of a controller that is not busy waits for its current
-            # event's steps like a new event (spec.controller.event_order)
+            # event's steps like a new event (spec.eventorder.event_order)
             g = [f.ctx[c].has, f.alive[c], f.rctx[c][q].has, self._next_is(f, c, q, k), *self._no_step(f, c)]
             if name == "2":
                 g.append(f.zk[q].version != -1)

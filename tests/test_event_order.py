@@ -26,7 +26,7 @@ from checker.result import OK
 from checker.trace import load_trace
 from impl.adapter import KafkaImplementation
 from spec.atomic import expand
-from spec.controller import UNORDERED, is_event_step
+from spec.eventorder import UNORDERED, is_event_step
 from spec.family import FAMILY
 from tests.cli_support import kmc
 

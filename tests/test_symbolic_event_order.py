@@ -1,5 +1,5 @@
 """z3 with the controller's event order (``controller_event_order=true``): the guards of
-spec/symcontroller.py and spec/symreassign.py against spec.controller.event_order.
+spec/symcontroller.py and spec/symreassign.py against spec.eventorder.event_order.
 
 The rule hides actions: a controller with a step of its current event enabled
 (``ElectLeader`` new or offline, ``RemoveReplicaFromIsr``) takes no new event, and its
