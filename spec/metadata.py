@@ -15,7 +15,7 @@ within one controller epoch only: between controllers there is no order.
 
 from __future__ import annotations
 
-from spec.state import NO_LEADER, KafkaState, LeaderAndIsr, LeaderIsr, UpdateMetadata, add_request
+from spec.state import NO_LEADER, KafkaState, LeaderAndIsr, LeaderIsr, UpdateMetadata, add_request, put
 
 
 def live_ids(live: tuple) -> tuple:
@@ -101,7 +101,7 @@ def apply_update_metadata(br, req: UpdateMetadata):
     """``MetadataCache.updateCache``: the partition's leader (no leader-epoch check;
     none if the request carries no state for it) and the live brokers, replaced."""
     if req.leader_epoch >= 0:
-        br = br._replace(metadata=br.metadata[:req.partition] + (req.leader,) + br.metadata[req.partition + 1:])
+        br = br._replace(metadata=put(br.metadata, req.partition, req.leader))
     return br._replace(alive_brokers=req.live)
 
 
