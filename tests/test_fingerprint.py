@@ -268,6 +268,48 @@ def test_state_repr_forgets_a_full_memo_and_stays_exact(monkeypatch):
     assert all(len(m) <= 3 for m in rep.memos[(tuple, 2)].values())
 
 
+def test_state_canon_is_repr_and_an_equal_copy_that_shares_equal_parts():
+    """The Spark expand tasks fingerprint a successor with ``canon`` and ship its
+    copy: the string must be repr, the copy equal, of the same class and printing
+    alike; equal parts met at one position become one object, so that a chunk of
+    states pickles each value once and loads back equal."""
+    import pickle
+
+    from checker.fingerprint import state_canon_fn
+
+    canon = state_canon_fn(Promised())
+    firsts: dict = {}
+    for s in list(_wholes()) * 2:
+        text, c = canon(s)
+        assert text == repr(s) == repr(c) and c == s and type(c) is type(s)
+        if isinstance(s, Whole):
+            # equal parts of distinct states (heads repeat with i % 2) are one object;
+            # a plain tuple part is a new tuple of the shared elements
+            assert firsts.setdefault(("head", s.head), c.head) is c.head
+            assert firsts.setdefault(("one", s.one[0]), c.one[0]) is c.one[0]
+            assert firsts.setdefault(("parts", s.parts[1]), c.parts[1]) is c.parts[1]
+    fresh = [Whole(Part(1, (2,)), (Part(2, ()), Packed(3, (True, None))), Packed(-3, ((2, "q"),)), (), None, "w")
+             for _ in range(50)]
+    copies = [canon(s)[1] for s in fresh]
+    assert copies == fresh and len(pickle.dumps(copies)) < len(pickle.dumps(fresh)) / 2
+    assert pickle.loads(pickle.dumps(copies)) == fresh
+
+
+def test_state_canon_is_none_without_the_promise_and_leaves_loose_classes_alone():
+    from checker.fingerprint import state_canon_fn
+
+    assert state_canon_fn(Plain()) is None and state_canon_fn(Upper()) is None
+    canon = state_canon_fn(Promised())
+
+    class Loose(Part):          # a NamedTuple's subclass without __slots__: may carry attributes
+        pass
+
+    s = Loose(1, (Part(2, ()),))
+    s.note = "kept"
+    text, c = canon(s)
+    assert text == repr(s) and c is s
+
+
 def test_validate_with_known_parts_skips_them_and_forgets_a_failed_walk():
     """``known`` skips tuples already validated (a successor's shared parts) but a
     tuple whose walk failed is not known: validating it again fails again."""

@@ -88,6 +88,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     known = ctx.visited_before(params.get("known", ()))
     recent_get = recent.get if recent is not None else None
     b2, rep = blake2b, search.rep    # rep: repr of a state, cheaper (checker.fingerprint.state_repr_fn)
+    canon = ctx.canon    # the same repr, and a copy of the state that pickles its parts' values once
     from_bytes = int.from_bytes
     pack = _PACK
     level = params["level"]
@@ -226,11 +227,16 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if counting:
                 continue
             h = None if recent is None else recent_get(t)
+            c = t
             if h is None:
                 encoded += 1
                 try:
-                    h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                                   "little", signed=True)
+                    if canon is not None:
+                        text, c = canon(t)
+                        h = from_bytes(b2(text.encode(), digest_size=8).digest(), "little", signed=True)
+                    else:
+                        h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                       "little", signed=True)
                 except Exception as e:  # noqa: BLE001
                     keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
                                          error_text(search.error("encode(state)", t, d1, e, via=a))))
@@ -282,7 +288,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             par_append(sfp)
             act_append(i)
             key_append(tkey)
-            state_append(t)
+            state_append(c)
             ni = name_get(name)
             if ni is None:
                 ni = name_ix[name] = len(name_ix)

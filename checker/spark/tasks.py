@@ -84,7 +84,7 @@ import numpy as np
 from pyspark.accumulators import AccumulatorParam
 
 from checker.errors import ModelError
-from checker.fingerprint import placement_fn
+from checker.fingerprint import placement_fn, state_canon_fn
 from checker.model import Model
 from checker.search import Search, Settings
 
@@ -238,6 +238,7 @@ class Context:
         self.known_ids: set[int] = set()
         # Where a state lives: fingerprint % n, or the model's partition_key's hash % n.
         self.place = placement_fn(model)
+        self.canon = state_canon_fn(model)
 
     def visited_before(self, published: tuple) -> set | None:
         """The fingerprints of every state visited before this level, as the driver
