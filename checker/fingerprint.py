@@ -222,9 +222,11 @@ def fingerprint_fn(model: Any) -> Callable[[Any], int]:
     graph builder and conformance use this one, so they agree on every state.
 
     A model that keeps the default ``encode`` (``repr``, marked ``repr_encoding``)
-    gets a function that skips the method call."""
+    gets a function that skips the method call, and builds the ``repr`` with
+    :func:`state_repr_fn` (the very same string: cheaper where the model promises
+    ``equal_states_encode_equally``, plain ``repr`` otherwise)."""
     if repr_encoded(model):
-        def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=repr) -> int:
+        def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=state_repr_fn(model)) -> int:
             return _f(_b(_r(state).encode(), digest_size=8).digest(), "little", signed=True)
     else:
         encode = model.encode

@@ -205,7 +205,7 @@ def test_the_kafka_model_keeps_its_promise(preset):
     allows is repr on every state, and the search gives the same counts and verdict
     with and without using the promise."""
     from checker.config import resolve
-    from checker.fingerprint import state_canon_fn, state_repr_fn
+    from checker.fingerprint import fingerprint_bytes, fingerprint_fn, state_canon_fn, state_repr_fn
     from spec.family import FAMILY
 
     model = FAMILY.build(resolve(FAMILY, preset, {}))
@@ -214,10 +214,12 @@ def test_the_kafka_model_keeps_its_promise(preset):
     by_value: dict = {}
     rep = state_repr_fn(model)      # the fingerprints' repr, remembered by part with the promise
     canon = state_canon_fn(model)   # the same in Spark's expand tasks, and the copy they ship
+    fp = fingerprint_fn(model)
     for s in g.states:
         assert by_value.setdefault(s, repr(s)) == repr(s) == rep(s)
         text, c = canon(s)
         assert text == repr(s) == repr(c) and c == s
+        assert fp(s) == fingerprint_bytes(text.encode())   # fingerprint_fn builds the same repr
     with_promise = bfs.check(model, keep_going=True)
     model.equal_states_encode_equally = False
     without = bfs.check(model, keep_going=True)
