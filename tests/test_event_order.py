@@ -168,7 +168,11 @@ def test_atomic_expansion_is_a_path_of_the_full_model_with_the_rule(preset, seed
 # --walks 1000000`` gave before OfflineReplica became a step an event owes (4398e194), the
 # 28-step walk it gives since (cc3466e9), and that walk's loss with the reassignment taken
 # inside the new controller's failover event, as Kafka's onControllerFailover does, ordered
-# by hand (26 steps, d9d0cc70; see docs/results.md).
+# by hand (26 steps, d9d0cc70; see docs/results.md).  It also keeps data-kip101-wide's loss as
+# ``kmc simulate --random-priority --preset data-kip101-wide --property NoAckedRecordLost
+# --seed 0`` and ``--seed 1`` find it (52 steps, 2fea5e96; 40 steps, af9a096e; each controller
+# handles a crash after the broker restarted, as 2.2's broker epochs do), and the same mechanism with a session expiry
+# instead of the bounce, ordered by hand (36 steps, 2db1a94e).
 ROOT = Path(__file__).resolve().parent.parent
 KNOWN = ROOT / "traces" / "known"
 REPLACEMENTS = [KNOWN / "HighWatermarkBelowIsrLeo-data-kip279-3-custom-5b7c4b34.json",
