@@ -6,9 +6,10 @@ sets) and ``kmc check`` with ``eventually`` properties all run :class:`Search`;
 each Spark partition uses its public checks and messages (``check_actions``,
 ``check_successor``, ``call_pred``, ``error``), so both engines word every
 failure the same way.  The split follows Stateright's: the model contract
-(:mod:`checker.model`), a settings object (:class:`Settings`, shared by both
-engines), and a visitor (:class:`Visitor`) that sees every stored state and every
-transition, which is how the graph is built during the one search.
+(:mod:`checker.model`), a settings object (:class:`Settings`, in
+:mod:`checker.settings`, shared by both engines), and a visitor
+(:class:`Visitor`) that sees every stored state and every transition, which is
+how the graph is built during the one search.
 
 Property bookkeeping lives here only: which ``always``, step and ``sometimes``
 properties are still checked, the violations found (``found``), the witnesses'
@@ -68,17 +69,17 @@ import gc
 import resource
 import sys
 import time
-from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Sequence, TextIO
+from typing import Sequence
 
 from checker.coverage import Coverage
-from checker.errors import ModelError, UsageError
+from checker.errors import ModelError
 from checker.fingerprint import fingerprint_fn, state_repr_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.modelcalls import ModelCalls, describe_state, replay_chain
 from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
                             Violation)
+from checker.settings import Settings
 
 __all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "describe_state", "peak_memory",
            "SAMPLE_SIZE"]
@@ -86,44 +87,6 @@ __all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "descr
 SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start of a search
 PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
 RECENT_LIMIT = 1 << 17  # successors remembered by value (Model.equal_states_encode_equally); then forgotten
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How far and how a search goes; the same object for both engines.
-
-    ``max_depth``: states at that depth are checked but not expanded;
-    ``max_states``: stop when a new state would be stored beyond that many;
-    ``keep_going``: go on after a violation (report every violated property);
-    ``check_deadlock``: report a non-terminal state with no enabled action;
-    ``progress``: where a progress line goes every ``progress_interval`` seconds;
-    ``time_limit``: stop, as a bound does, once this many seconds have passed
-    (the clock is read every 1,000 states, so the counts then vary from run to
-    run: a wall-clock bound, like TLC's, for a search that cannot finish);
-    ``collect_garbage``: leave the cyclic garbage collector on during the search
-    (off by default: see the module docstring).
-    """
-
-    max_depth: int | None = None
-    max_states: int | None = None
-    keep_going: bool = False
-    check_deadlock: bool = True
-    progress: TextIO | None = None
-    progress_interval: float = 2.0
-    collect_garbage: bool = False
-    time_limit: float | None = None
-
-    def validate(self) -> "Settings":
-        """UsageError on bounds that make no sense; returns self."""
-        d, n = self.max_depth, self.max_states
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0):
-            raise UsageError(f"max_depth must be a non-negative integer, not {d!r}")
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise UsageError(f"max_states must be a positive integer, not {n!r}")
-        t = self.time_limit
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0):
-            raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}")
-        return self
 
 
 class Visitor:
