@@ -129,8 +129,7 @@ class Admin:
                           for p in sorted(self.zk.get_assignment(t))]
         if self.zk.get_preferred_replica_election() is not None:
             raise AdminError("a preferred replica election is already in progress")
-        self.zk.create_preferred_replica_election([tuple(tp) for tp in partitions])
-        self.cluster._deliver_watches()
+        self.cluster.request_preferred_replica_election([tuple(tp) for tp in partitions])
 
     # -- partition reassignment (kafka-reassign-partitions) ---------------------------------------
     def generate_reassignment(self, topics, brokers) -> tuple[dict, dict]:

@@ -445,3 +445,12 @@ class Cluster:
         self._tick()
         self.admin.request_topic_deletion(topic)
         self._deliver_watches()
+
+    def request_preferred_replica_election(self, partitions) -> None:
+        """kafka-preferred-replica-election: write /admin/preferred_replica_election
+        (the tool has checked that no election is in progress), whose watch the active
+        controller holds (``PreferredReplicaElectionHandler``).  The clock does not move:
+        the write itself logs no state change; the controller's election does, in its
+        own step (``preferred_replica_election``)."""
+        self.admin.create_preferred_replica_election(partitions)
+        self._deliver_watches()
