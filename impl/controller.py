@@ -40,9 +40,9 @@ Choices shared with the model, each with its pointer:
   preferred replica is alive, in the ISR and not leading (the rebalance timer may fire
   at any moment); the leader.imbalance.per.broker.percentage threshold is not applied
   (spec/controller.py ``_election``, docs/results.md "Presets and verdicts").
-- Topic deletion: StartTopicDeletion moves every replica and partition of the topic
-  offline; each replica is then sent StopReplica(delete=true) (or marked ineligible
-  while its broker is down); the topic's znodes go when every replica is deleted.
+- Topic deletion (``TopicDeletionManager``) is in impl/topicdeletion.py and partition
+  reassignment (``onPartitionReassignment``) in impl/reassignment.py: mixins of
+  ``Controller`` that run on its context and state machines.
 """
 
 from __future__ import annotations
@@ -52,13 +52,7 @@ from dataclasses import dataclass, field
 from impl import election as E
 from impl.config import BrokerConfig
 from impl.reassignment import ReassignmentSteps
-from impl.requests import (
-    LeaderAndIsrRequest,
-    Send,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    UpdateMetadataRequest,
-)
+from impl.requests import LeaderAndIsrRequest, Send, UpdateMetadataRequest
 from impl.statechange import StateChangeLogger
 from impl.statemachines import (
     NEW_PARTITION,
@@ -71,23 +65,21 @@ from impl.statemachines import (
     ONLINE_REPLICA,
     REPLICA_DELETION_INELIGIBLE,
     REPLICA_DELETION_STARTED,
-    REPLICA_DELETION_SUCCESSFUL,
     VALID_PREVIOUS_PARTITION,
     VALID_PREVIOUS_REPLICA,
 )
+from impl.topicdeletion import TOPIC_DELETION, TopicDeletionSteps
 from impl.zkclient import (
     NO_LEADER,
     ControllerMovedError,
     KafkaZkClient,
     LeaderAndIsr,
     TopicPartition,
-    get_partition_reassignment,
 )
 
 # watch-driven events (the controller's event queue)
 BROKER_CHANGE = "BrokerChange"
 ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
-TOPIC_DELETION = "TopicDeletion"
 TOPIC_CHANGE = "TopicChange"
 #: the elections that are steps of the event a controller is in (a preferred or
 #: controlled-shutdown election is an event of its own)
@@ -124,7 +116,7 @@ class ControllerContext:
         return sorted(tp for tp, ar in self.assignments.items() if broker in ar)
 
 
-class Controller(ReassignmentSteps):
+class Controller(ReassignmentSteps, TopicDeletionSteps):
     def __init__(self, broker_id: int, config: BrokerConfig, zk: KafkaZkClient, state_log: StateChangeLogger,
                  clock) -> None:
         self.broker_id = broker_id
@@ -578,100 +570,3 @@ class Controller(ReassignmentSteps):
         """Whether this controller has accepted the shutdown of that registration."""
         return (self.ctx is not None and broker in self.ctx.shutting_down
                 and self.ctx.live_broker_epochs.get(broker) == broker_epoch)
-
-    # -- topic deletion (TopicDeletionManager) ---------------------------------------------------------
-    def topics_to_start_deleting(self) -> list[str]:
-        if not self.config.delete_topic_enable or not self.is_active() or TOPIC_DELETION not in self.pending:
-            return []
-        # A topic with a reassignment pending is ineligible for deletion (Kafka 2.x).
-        pending = {tp.topic for tp in get_partition_reassignment(self.zk)} | {tp.topic for tp in self.ctx.reassigning}
-        return [t for t in self.zk.get_topic_deletions()
-                if t not in self.ctx.topics_to_be_deleted and self.zk.topic_exists(t) and t not in pending
-                and any(tp.topic == t for tp in self.ctx.assignments)]
-
-    def start_topic_deletion(self, topic: str) -> list:
-        ctx = self.ctx
-        ctx.topics_to_be_deleted.add(topic)
-        ctx.offline_owed = {(tp, r) for tp, r in ctx.offline_owed if tp.topic != topic}
-        self._trace(f"Starting deletion of topic {topic}")
-        for tp in ctx.partitions_of(topic):
-            for r in ctx.assignments[tp]:
-                st = ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA)
-                if st in VALID_PREVIOUS_REPLICA[OFFLINE_REPLICA] or st == OFFLINE_REPLICA:
-                    self._replica_state(tp, r, OFFLINE_REPLICA)
-            st = ctx.partition_states.get(tp, NON_EXISTENT_PARTITION)
-            if st in VALID_PREVIOUS_PARTITION[OFFLINE_PARTITION]:
-                self._partition_state(tp, OFFLINE_PARTITION)
-        if not [t for t in self.zk.get_topic_deletions(watch=True) if t not in ctx.topics_to_be_deleted]:
-            self.pending.discard(TOPIC_DELETION)
-        return []
-
-    def deletion_steps(self) -> list[tuple[str, TopicPartition, int]]:
-        """("start" | "retry", tp, replica) for every replica deletion that can proceed."""
-        ctx = self.ctx
-        out = []
-        if ctx is None:
-            return out
-        for topic in sorted(ctx.topics_to_be_deleted):
-            if not self.zk.topic_exists(topic):
-                continue
-            for tp in ctx.partitions_of(topic):
-                for r in ctx.assignments[tp]:
-                    st = ctx.replica_states.get((tp, r))
-                    if st == OFFLINE_REPLICA:
-                        out.append(("start", tp, r))
-                    elif st == REPLICA_DELETION_INELIGIBLE and r in ctx.live_broker_epochs:
-                        out.append(("retry", tp, r))
-        return out
-
-    def start_replica_deletion(self, tp: TopicPartition, replica: int) -> list:
-        if replica in self.ctx.live_broker_epochs:
-            self._replica_state(tp, replica, REPLICA_DELETION_STARTED)
-            self._trace(f"Sending StopReplica (delete=true) to broker {replica} for partition {tp}")
-            return [Send(replica, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, True))]
-        self._replica_state(tp, replica, REPLICA_DELETION_INELIGIBLE)
-        return []
-
-    def retry_replica_deletion(self, tp: TopicPartition, replica: int) -> list:
-        self._replica_state(tp, replica, OFFLINE_REPLICA)
-        return []
-
-    def topics_deleted(self) -> list[str]:
-        ctx = self.ctx
-        if ctx is None:
-            return []
-        return [t for t in sorted(ctx.topics_to_be_deleted) if self.zk.topic_exists(t) and all(
-            ctx.replica_states.get((tp, r)) == REPLICA_DELETION_SUCCESSFUL
-            for tp in ctx.partitions_of(t) for r in ctx.assignments[tp])]
-
-    def complete_topic_deletion(self, topic: str) -> list:
-        ctx = self.ctx
-        tps = ctx.partitions_of(topic)
-        try:
-            self.zk.delete_topic_znodes(topic, [tp.partition for tp in tps], self._epoch_check())
-        except ControllerMovedError:
-            self._trace(f"Controller moved while completing the deletion of {topic}; resigning")
-            self.resign()
-            return []
-        for tp in tps:
-            for r in ctx.assignments[tp]:
-                self._replica_state(tp, r, NON_EXISTENT_REPLICA)
-                del ctx.replica_states[(tp, r)]
-            self._partition_state(tp, NON_EXISTENT_PARTITION)
-            del ctx.partition_states[tp]
-            ctx.leadership.pop(tp, None)
-            del ctx.assignments[tp]
-        ctx.topics_to_be_deleted.discard(topic)
-        self._trace(f"Deletion of topic {topic} successfully completed")
-        return []
-
-    def handle_stop_replica_response(self, resp: StopReplicaResponse) -> None:
-        """A failed StopReplica leaves the replica in ReplicaDeletionStarted, as the model
-        records success only (spec/broker.py ``deliver_stop_replica``)."""
-        ctx = self.ctx
-        if ctx is None or ctx.epoch != resp.controller_epoch or resp.error != "NONE":
-            return
-        tp = resp.topic_partition
-        if tp.topic in ctx.topics_to_be_deleted and ctx.replica_states.get((tp, resp.broker_id)) == \
-                REPLICA_DELETION_STARTED:
-            self._replica_state(tp, resp.broker_id, REPLICA_DELETION_SUCCESSFUL)
