@@ -85,106 +85,43 @@ Reassignment(c, p)                                                              
                                                                                         overtake its controller's LeaderAndIsr
 =========================  ==========================================================  ======================================
 
-With ``controller_event_order`` (docs/model.md, "The controller's event order") a
-controller with a step of its current event left (a new or offline partition's
-election, an OfflineReplica transition) is refused every new event, and its
-OfflineReplica transitions wait for its elections, as in the model.
-
-With ``atomic_controller`` (spec/atomic.py) the controller's reactions (``HIDDEN``) are
-not actions: after every action the driver runs them, first enabled first, in the
-model's enumeration order, until none is left.
+With ``controller_event_order`` and ``atomic_controller`` the driver takes the
+controller's steps in the order of Kafka's one event thread (impl/eventorder.py).
 
 ``enabled`` asks the implementation whether it can do the action now, and the
 driver's fault injector whether it may still inject that fault: faults are bounded by
 the same parameters as the model's (``FaultBudget``: crashes, session expiries,
 controller failovers, ISR shrinks, unclean elections, controlled shutdowns, topic
-deletions, records the producers may write, and one refused produce); healing is
-never bounded.  With both, ``enabled`` is exactly the model's enabled set, so the
+deletions, records the producers may write, and one refused produce:
+impl/faultbudget.py); healing is never bounded.  With both, ``enabled`` is exactly the model's enabled set, so the
 harness can also check that the implementation cannot do *more* than the model.
 
-The abstraction function ``observe`` reads ZooKeeper (through an admin session; each
-partition's leader, leader epoch and ISR as kafka-topics --describe shows them), every
-broker's ReplicaManager and controller context, the network and the logs, and returns
-the model's variables ``zk`` and ``brokers`` (``budget`` and the ghost variables are
-the model's own bookkeeping and are not projected).  Session numbers: the model numbers
-a broker's registrations 1, 2, ...; here they are broker epochs (czxids), mapped to
-their rank among the broker's registrations.  ``IGNORED`` lists what is left out.
+The abstraction function ``observe`` (impl/projection.py, with ``IGNORED``: what it
+leaves out and why) returns the model's variables ``zk`` and ``brokers``.
+
+The driver is one class of mixins, one concept each (impl/driverbase.py lists them):
+this module holds the action vocabulary, the configuration, ``enabled``'s guards
+(``_possible``: can the brokers do it now), ``apply`` and the producers' side (which
+acks=all writes were acknowledged, Kafka's ``DelayedProduce``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from checker.model import action  # the shared action vocabulary (names + args)
-from impl.admin import Admin, AdminError
+from impl.admin import Admin
+from impl.channel import ControllerChannel
 from impl.cluster import Cluster
 from impl.config import IBP_BY_TRUNCATION, BrokerConfig
-from impl.controller import CHILD_WATCHES, EVENT_STEP_STRATEGIES
-from impl.statechange import merge
-from impl.statemachines import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA
-from impl.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from impl.zkclient import NO_LEADER, TopicPartition, get_partition_reassignment
+from impl.driverbase import REASSIGN_STEPS, TOPIC
+from impl.eventorder import HIDDEN, EventOrder
+from impl.faultbudget import FaultBudget, FaultInjector
+from impl.fetchrounds import FetchRounds
+from impl.projection import Projection
+from impl.zkclient import NO_LEADER, get_partition_reassignment
 
-TOPIC = "t"
-
-# What the projection leaves out, and why a bug there cannot go unseen (or cannot
-# matter): each says where its effect is observed, or that nothing reads it.  Everything
-# else of the cluster's state is observed (``observe``): the znodes' values, every
-# running broker's partition views, fetchers' truncation, logs, leader epoch caches,
-# HWs, metadata caches and controller context, and the requests in flight.
-IGNORED = {
-    "request.controller_id": "StopReplica responses are routed to it, so a wrong one leaves the deleting "
-                             "controller's replica states behind (observed: ctx.replica_states); otherwise only "
-                             "the state-change log reads it",
-    "zk.isr_change_notification": "the controller's input only: a lost or extra notification changes whether "
-                                  "IsrChangeNotification is enabled, and enabled sets are compared (and probed); "
-                                  "the sequential names are read only to delete the znodes",
-    "zk.admin.preferred_replica_election": "written by kafka-preferred-replica-election and carried out and "
-                                           "deleted by the controller within the same ElectLeader step; a "
-                                           "leftover znode makes the next run of the tool raise, a lost one "
-                                           "shows as no election (zk.partitions)",
-    "zk.ar without a reassignment": "written once, by kafka-topics --create, as the adapter's assignment; the "
-                                    "controller's copy decides to whom it sends LeaderAndIsr (observed: inbox, "
-                                    "with the AR as replicas) and whom it may elect (observed: leaders); "
-                                    "with a reassignment zk.ar and ctx.ar are observed",
-    "zk.stat": "czxid is observed as the broker epoch's rank (sessions, ctx.live); nothing in impl/ reads "
-               "mzxid, cversion, ephemeral_owner or num_children (Kafka's controller watches children instead), "
-               "and zxids are compared only with == and <",
-    "zk.watches": "decide only which events reach a session, i.e. controller.pending (below); the active "
-                  "controller's child watches are checked at every observation (ZooKeeper's wchc: each armed, "
-                  "or its event queued), and no step reads the /controller watch (can_elect reads the znode)",
-    "zk.controller_epoch.version": "read only by the controller's conditional writes (KAFKA-6082), whose success "
-                                   "or failure shows in zk.partitions; the epoch itself is observed",
-    "zk.config": "written once, through the admin tool, at topic creation; read by unclean election and "
-                 "min.insync.replicas, whose effects (elections, refused produces, acked) are observed",
-    "broker.broker_epoch": "observed, as the rank of the registration it names (sessions, ctx.live)",
-    "broker.fetchers.leader/leader_epoch": "set from the partition state the broker applied (observed); a wrong "
-                                           "one makes Fetch, TruncateFollower or ExpandIsr enabled when the "
-                                           "model's is not, or moves other data (observed logs)",
-    "replica.follower LEOs on a non-leader": "reset when the broker becomes leader (makeLeader), so no decision "
-                                             "reads a stale one",
-    "replica.leader's own LEO entry": "not stored: the leader's LEO is its log's length, and the log is observed",
-    "replica.replicas without a reassignment": "the AR of the LeaderAndIsr it applied (observed in the inbox "
-                                               "before delivery); the leader reads it for the followers whose "
-                                               "LEOs it keeps (observed: follower_leos) and whom it may add to "
-                                               "the ISR (observed: isr)",
-    "replica.min_insync_replicas": "the topic's min.insync.replicas (zk.config); read only when a leader "
-                                   "takes an acks=all write, whose refusal changes the enabled Produce steps "
-                                   "(compared and probed) and nothing else",
-    "controller.pending": "watch events not yet handled: a lost or duplicated one changes which controller "
-                          "steps are enabled, and enabled sets are compared (and probed)",
-    "controller.epoch_zk_version": "read only by the controller's conditional writes, whose effect shows in "
-                                   "zk.partitions",
-    "state-change.log": "written, never read by a broker or the controller; the order in time of its lines is "
-                        "checked at every observation (the seeds' merge tool keeps what it gave as its "
-                        "beginning); their text is not predicted: the model has no notion of "
-                        "StateChangeLogger's wording, which is no Kafka contract",
-    "cluster.time": "the state-change log's clock, read only to stamp its lines, whose merged order is checked",
-    "cluster.registrations": "the driver's record of each broker's epochs, used only to rank them (sessions)",
-    "producer.pending_acks": "the test client's state, not the cluster's; what it acknowledged is observed (acked)",
-}
+__all__ = ["TOPIC", "KafkaImplementation", "parse_reassignments"]
 
 
 def parse_reassignments(text: str) -> list[tuple[int, tuple]]:
@@ -195,24 +132,6 @@ def parse_reassignments(text: str) -> list[tuple[int, tuple]]:
             part, _, replicas = item.rpartition(":")
             out.append((int(part) if part.strip() else 0, tuple(int(r) for r in replicas.split(","))))
     return out
-
-
-REASSIGN_STEPS = {
-    "ReassignExtendAr": "1", "ReassignBumpLeaderEpoch": "2", "ReassignStartNewReplicas": "3",
-    "ReassignOnlineReplicas": "5", "ReassignCacheAr": "6", "ReassignElectLeader": "7",
-    "ReassignOfflineOldReplicas": "8", "ReassignStartReplicaDeletion": "9a",
-    "ReassignReplicaDeletionSuccessful": "9b", "ReassignRemoveReplicas": "9", "ReassignShrinkAr": "10",
-    "CompleteReassignment": "11",
-}
-
-
-#: with controller_event_order, topic deletion's per-replica steps are not ordered (the
-#: event's steps are impl.controller's EVENT_STEP_STRATEGIES elections and RemoveReplicaFromIsr)
-UNORDERED_STEPS = frozenset(("StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
-
-#: with atomic_controller, the controller's reactions run inside the step that caused them
-HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeader", "RemoveReplicaFromIsr", "IsrChangeNotification",
-                    "StartTopicDeletion", "StartReplicaDeletion", "RetryReplicaDeletion", "CompleteTopicDeletion"))
 
 
 #: what the cluster does on its own while it settles (``Cluster.settle``): the controller's
@@ -230,44 +149,11 @@ OWN_ACTIONS = {
 }
 
 
-class FaultBudget:
-    """What the test environment may still inject: the model's bounds (docs/model.md
-    "Actors, faults and healing": faults are bounded, healing is not).  This is the driver's
-    bookkeeping, not the broker's; it is not observed."""
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        self.records = int(_cfg(config, "max_records", 0))
-        self.crashes = int(_cfg(config, "max_crashes", 1))
-        self.session_expiries = int(_cfg(config, "max_session_expiries", 1))
-        self.controller_failovers = int(_cfg(config, "max_controller_failovers", 1))
-        self.isr_shrinks = int(_cfg(config, "max_isr_shrinks", 1))
-        self.unclean_elections = int(_cfg(config, "max_unclean_elections", 1)) \
-            if _cfg(config, "unclean_leader_election", False) else 0
-        self.controlled_shutdowns = int(_cfg(config, "max_controlled_shutdowns", 0))
-        self.topic_deletions = int(_cfg(config, "max_topic_deletions", 0))
-        self.write_refused = False       # a producer sees NotEnoughReplicas once: more teaches nothing
-
-
-def _no_state() -> dict:
-    return {"leader": NO_LEADER, "leader_epoch": -1, "isr": [], "controller_epoch": -1, "version": -1}
-
-
-def _li(li) -> dict:
-    if li is None:
-        return _no_state()
-    return {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
-            "controller_epoch": li.controller_epoch, "version": li.zk_version}
-
-
-def _sorted_requests(reqs: list) -> list:
-    return sorted(reqs, key=lambda d: json.dumps(d, sort_keys=True))
-
-
 def _cfg(config: Mapping[str, Any], key: str, default: Any) -> Any:
     return config.get(key, default)
 
 
-class KafkaImplementation:
+class KafkaImplementation(Projection, FaultInjector, EventOrder, ControllerChannel, FetchRounds):
     """A fresh cluster in the model's initial state: every broker registered, the topic
     created with its assignment, no controller yet.
 
@@ -279,8 +165,6 @@ class KafkaImplementation:
     >>> impl.observe()["zk"]["controller"], impl.observe()["zk"]["controller_epoch"]
     (0, 1)
     """
-
-    ignored = IGNORED
 
     def __init__(self, config: Mapping[str, Any], state_change_dir=None) -> None:
         self.n = int(_cfg(config, "brokers", 3))
@@ -336,205 +220,11 @@ class KafkaImplementation:
         for p, rar in self.reassign_targets:
             self.slots[p] += [r for r in rar if r not in self.slots[p]]
 
-    # -- helpers ----------------------------------------------------------------------------
-    def _tp(self, act) -> TopicPartition:
-        return TopicPartition(TOPIC, act.get("partition"))
-
-    def _running(self, b) -> bool:
-        return isinstance(b, int) and 0 <= b < self.n and self.cluster.servers[b] is not None
-
-    def _ctl(self, c):
-        return self.cluster.controller(c) if self._running(c) else None
-
-    def _rm(self, b):
-        return self.cluster.servers[b].replica_manager if self._running(b) else None
-
-    def _find_request(self, act):
-        b = act.get("broker")
-        if not self._running(b):
-            return None
-        tp = self._tp(act)
-        for req in self.cluster.in_flight[b]:
-            if (act.name == "DeliverLeaderAndIsr" and isinstance(req, LeaderAndIsrRequest)
-                    and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
-                    and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")
-                    and tuple(req.isr) == tuple(act.get("isr")) and req.zk_version == act.get("version")
-                    and tuple(act.get("replicas", req.replicas)) == tuple(req.replicas)):
-                return req
-            if (act.name == "DeliverUpdateMetadata" and isinstance(req, UpdateMetadataRequest)
-                    and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
-                    and req.leader == act.get("leader") and req.leader_epoch == act.get("leader_epoch")
-                    and tuple(req.live_brokers) == tuple(act.get("live"))):
-                return req
-            if (act.name == "DeliverStopReplica" and isinstance(req, StopReplicaRequest)
-                    and req.topic_partition == tp and req.controller_epoch == act.get("controller_epoch")
-                    and act.get("delete", True) == req.delete_partition):
-                return req
-        return None
-
-    def _leads(self, b, tp) -> bool:
-        rm = self._rm(b)
-        return rm is not None and rm.leader_partition(tp) is not None
-
-    def _routed(self, b, tp) -> bool:
-        """A producer's metadata request to some running broker names b as the leader
-        (``KafkaApis.handleTopicMetadataRequest`` answers from the ``MetadataCache``)."""
-        return any(self._rm(x) is not None and self._rm(x).metadata_cache.get(tp) == b
-                   and b in self._rm(x).alive_brokers for x in range(self.n))
-
-    def _update_metadata_waits(self, b: int, um: UpdateMetadataRequest) -> bool:
-        """The controller's channel is FIFO and a batch sends LeaderAndIsr before
-        UpdateMetadata: an UpdateMetadata waits for the LeaderAndIsr (leader epoch not
-        newer) and the older UpdateMetadata its controller sent this broker for the
-        partition; an ``ahead`` one at a broker that has applied nothing of its
-        controller epoch waits for no LeaderAndIsr (spec/metadata.py keeps requests in
-        flight as a set and orders these)."""
-        first = um.ahead and self._rm(b).controller_epoch < um.controller_epoch
-        for q in self.cluster.in_flight[b]:
-            if q.topic_partition != um.topic_partition or q.controller_epoch != um.controller_epoch:
-                continue
-            if isinstance(q, LeaderAndIsrRequest) and q.leader_epoch <= um.leader_epoch and not first:
-                return True
-            if isinstance(q, UpdateMetadataRequest) and q.leader_epoch < um.leader_epoch:
-                return True
-        return False
-
-    def _leader_and_isr_waits(self, b: int, lai: LeaderAndIsrRequest) -> bool:
-        """A LeaderAndIsr waits for the UpdateMetadata its controller sent before it: one
-        for the partition with an older leader epoch, and at a broker that has applied
-        nothing of that controller epoch, an ``ahead`` one (spec/metadata.py)."""
-        first = self._rm(b).controller_epoch < lai.controller_epoch
-        return any(isinstance(q, UpdateMetadataRequest) and q.controller_epoch == lai.controller_epoch
-                   and ((q.topic_partition == lai.topic_partition and q.leader_epoch < lai.leader_epoch)
-                        or (first and q.ahead)) for q in self.cluster.in_flight[b])
-
-    def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
-        """The follower's next request (an OffsetsForLeaderEpoch when ``truncating``,
-        else a Fetch) goes to ``leader``, which answers it without an error: asked of
-        the brokers (their fetcher state and the leader's own NOT_LEADER and, with
-        KIP-320, FENCED_LEADER_EPOCH checks), so that probing runs those refusals."""
-        return self._running(f) and self.cluster.fetch_leader(f, tp, truncating) == leader
-
-    def _fetching_from(self, f, leader, tp) -> bool:
-        """The follower's fetch session with the leader is alive: it runs and follows
-        this leader, its next request is a Fetch the leader answers, and the LEO the
-        leader holds for it is not past its log (stale, from before it restarted and
-        truncated).  Kafka expands the ISR while it handles such a fetch; the model
-        separates that from moving data."""
-        rm = self._rm(f)
-        if rm is None or tp not in rm.partitions or rm.partitions[tp].leader != leader:
-            return False
-        if not self._fetch_target_ok(f, leader, tp, truncating=False):
-            return False   # its next fetch is an OffsetsForLeaderEpoch, or would be refused
-        log = rm.logs.get(tp)
-        return self._rm(leader).leader_partition(tp).remote_leos.get(f, -1) <= (log.log_end_offset if log else 0)
-
-    def _can_expand_without_data(self, leader, tp, f) -> bool:
-        """Without a data path the step is the follower's fetch round (after its
-        truncation, if one is due) and the expansion: the follower's next request goes
-        to this leader and is answered, the leader would add it (its own guard, with
-        the fetch's offset), and the follower is in this leader epoch (the model's
-        "caught up" without a data path, whatever the truncation rule)."""
-        frm = self._rm(f)
-        if frm is None or tp not in frm.fetchers:
-            return False
-        if not self._fetch_target_ok(f, leader, tp, frm.fetchers[tp].truncating):
-            return False
-        lrm = self._rm(leader)
-        return (frm.partitions[tp].leader_epoch == lrm.leader_partition(tp).leader_epoch
-                and lrm.can_expand_isr(tp, f, fetch_offset=frm.log(tp).log_end_offset))
-
     # -- the contract ------------------------------------------------------------------------
-    def _may_fail(self, b: int) -> bool:
-        """Losing the active controller is a controller failover: that bound counts too."""
-        return self.cluster.admin.get_controller_id() != b or self.budget.controller_failovers > 0
-
-    def _within_budget(self, act) -> bool:
-        bud, name = self.budget, act.name
-        if name == "CrashBroker":
-            return bud.crashes > 0 and self._may_fail(act.get("broker"))
-        if name == "ExpireSession":
-            return bud.session_expiries > 0 and self._may_fail(act.get("broker"))
-        if name == "ShutdownBroker":
-            return self._may_fail(act.get("broker"))
-        if name == "ShrinkIsr":
-            return bud.isr_shrinks > 0
-        if name == "ElectLeader":
-            return act.get("clean") or bud.unclean_elections > 0
-        if name == "ControlledShutdown":   # only while the asker's final stop can still happen
-            return bud.controlled_shutdowns > 0 and self._may_fail(act.get("broker"))
-        if name == "DeleteTopic":
-            return bud.topic_deletions > 0
-        if name == "DeleteController":
-            return bud.controller_failovers > 0
-        if name == "Produce":
-            if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
-                return not bud.write_refused
-            return bud.records > 0
-        return True
-
-    def _spend(self, act) -> None:
-        bud, name = self.budget, act.name
-        if name in ("CrashBroker", "ExpireSession", "ShutdownBroker"):
-            if self.cluster.admin.get_controller_id() == act.get("broker"):
-                bud.controller_failovers -= 1
-            if name == "CrashBroker":
-                bud.crashes -= 1
-            elif name == "ExpireSession":
-                bud.session_expiries -= 1
-        elif name == "ShrinkIsr":
-            bud.isr_shrinks -= 1
-        elif name == "ElectLeader" and not act.get("clean"):
-            bud.unclean_elections -= 1
-        elif name == "ControlledShutdown":
-            bud.controlled_shutdowns -= 1
-        elif name == "DeleteTopic":
-            bud.topic_deletions -= 1
-        elif name == "DeleteController":
-            bud.controller_failovers -= 1
-        elif name == "Produce":
-            if self._rm(act.get("leader")).would_refuse(self._tp(act), act.get("acks")):
-                bud.write_refused = True
-            elif self._leads(act.get("leader"), self._tp(act)):
-                bud.records -= 1          # NOT_LEADER_FOR_PARTITION writes nothing
-
     def enabled(self, act) -> bool:
         if self.atomic_controller and act.name in HIDDEN:
             return False
         return self._possible(act) and self._within_budget(act) and not self._controller_busy(act)
-
-    def _controller_busy(self, act) -> bool:
-        """A controller inside a reassignment event handles no other event.  With
-        ``controller_event_order``, one with a step of its current event left (a new or
-        offline partition's election, an OfflineReplica transition) takes no new event,
-        and takes its elections before its OfflineReplica transitions, as Kafka's one
-        event thread does (``onReplicasBecomeOffline``, ``doControlledShutdown``)."""
-        c = act.get("controller")
-        if c is None:
-            return False
-        ctl = self._ctl(c)
-        if ctl is None:
-            return False
-        if ctl.in_reassignment_event():
-            return act.name not in REASSIGN_STEPS
-        if not self.event_order or act.name in UNORDERED_STEPS:
-            return False
-        electing = self._event_elections(c, ctl)
-        if act.name == "RemoveReplicaFromIsr":
-            return electing
-        if act.name == "ElectLeader" and act.get("strategy") in EVENT_STEP_STRATEGIES:
-            return False
-        return electing or bool(ctl.replicas_to_take_offline())
-
-    def _event_elections(self, c: int, ctl) -> bool:
-        """Whether controller ``c`` has a new or offline partition's election it may run
-        now (an unclean one only while the fault budget allows it)."""
-        for p in range(self.partitions):
-            e = ctl.pending_election(TopicPartition(TOPIC, p))
-            if e is not None and e[0] in EVENT_STEP_STRATEGIES and self._within_budget(
-                    action("ElectLeader", controller=c, partition=p, leader=e[1], strategy=e[0], clean=e[3])):
-                return True
-        return False
 
     def _possible(self, act) -> bool:
         c = self.cluster
@@ -598,20 +288,7 @@ class KafkaImplementation:
             ctl = self._ctl(act.get("controller"))
             return ctl is not None and TOPIC in ctl.topics_deleted()
         if name in ("DeliverLeaderAndIsr", "DeliverStopReplica", "DeliverUpdateMetadata"):
-            req = self._find_request(act)
-            if req is None:
-                return False
-            if isinstance(req, UpdateMetadataRequest):
-                return not self._update_metadata_waits(act.get("broker"), req)
-            if isinstance(req, LeaderAndIsrRequest) and self.metadata_cache:
-                return not self._leader_and_isr_waits(act.get("broker"), req)
-            if isinstance(req, StopReplicaRequest) and self.reassign_targets:
-                # The controller's channel is FIFO: a StopReplica does not overtake a
-                # LeaderAndIsr its controller sent for that partition (spec/broker.py).
-                return not any(isinstance(q, LeaderAndIsrRequest) and q.topic_partition == req.topic_partition
-                               and q.controller_epoch == req.controller_epoch
-                               for q in c.in_flight[act.get("broker")])
-            return True
+            return self._deliverable(act)
         if name == "ShrinkIsr":
             b, tp, r = act.get("leader"), self._tp(act), act.get("replica")
             rm = self._rm(b)
@@ -670,85 +347,13 @@ class KafkaImplementation:
         the producers' delayed writes answered after each operation as after each action."""
         self.cluster.settle(after=self._complete_delayed_produces)
 
-    def _refused_fetches(self) -> None:
-        """Kafka's fetchers keep sending: a follower whose leader no longer answers it
-        (NOT_LEADER_FOR_PARTITION, FENCED_LEADER_EPOCH) gets the error back and changes
-        nothing, a step the model leaves out (it changes no variable).  After every
-        action each such round runs once, so that the leader's refusal and the
-        follower's error handling run, and must leave what ``observe`` shows as it was."""
-        for f in range(self.n):
-            rm = self._rm(f)
-            for tp in sorted(rm.fetchers) if rm is not None else ():
-                self.cluster.refused_fetch(f, tp)
-
-    def _refused_isr_writes(self) -> None:
-        """A leader whose cached zkVersion is stale (the controller rewrote the state
-        znode since its last LeaderAndIsr) still runs its ISR expiration timer and
-        handles fetches: its conditional ISR write fails on BadVersion (Kafka's
-        ``Partition.updateIsr``: "Cached zkVersion ... not equal to that in zookeeper,
-        skip updating ISR") and it keeps its ISR, a step the model leaves out (it changes
-        no variable).  After every action each such leader tries once to shrink (or
-        expand) the ISR by each replica its own guard allows, so that the refusal runs
-        and must leave what ``observe`` shows as it was."""
-        for b in range(self.n):
-            rm = self._rm(b)
-            for tp in sorted(rm.partitions) if rm is not None else ():
-                p = rm.leader_partition(tp)
-                if p is None or rm.isr_write_would_succeed(tp):
-                    continue
-                for r in p.replicas:
-                    if rm.can_shrink_isr(tp, r):
-                        self.cluster.shrink_isr(b, tp, r)
-                    elif rm.can_expand_isr(tp, r):
-                        self.cluster.expand_isr(b, tp, r)
-
-    # -- atomic_controller: the controller reacts within the step of each event ---------------
-    def _reactions(self):
-        """The controller's reactions the driver may run now, in a fixed order: broker
-        changes, elections, OfflineReplica transitions, ISR notifications, deletion steps
-        (the order in which the model enumerates them: spec/atomic.py)."""
-        c = self.cluster
-        tps = [TopicPartition(TOPIC, p) for p in range(self.partitions)]
-        controllers = [b for b in range(self.n) if self._ctl(b) is not None]
-        active = c.admin.get_controller_id()
-        watching = [active] if active in controllers else []
-        for ctl in watching:
-            for b, kind in sorted(self._ctl(ctl).broker_changes().items()):
-                yield action("BrokerFailure" if kind == "failure" else "BrokerStartup", controller=ctl, broker=b)
-        for ctl in watching:
-            if TOPIC in self._ctl(ctl).new_topics():
-                yield action("TopicChange", controller=ctl)
-        for ctl in controllers:
-            for tp in tps:
-                e = self._ctl(ctl).pending_election(tp)
-                if e:
-                    yield action("ElectLeader", controller=ctl, partition=tp.partition, leader=e[1], strategy=e[0],
-                                 clean=e[3])
-        for ctl in controllers:
-            for tp, r in self._ctl(ctl).replicas_to_take_offline():
-                yield action("RemoveReplicaFromIsr", controller=ctl, partition=tp.partition, replica=r)
-        for ctl in watching:
-            for tp in self._ctl(ctl).isr_changed_partitions():
-                yield action("IsrChangeNotification", controller=ctl, partition=tp.partition)
-        for ctl in controllers:
-            x = self._ctl(ctl)
-            if TOPIC in x.topics_to_start_deleting():
-                yield action("StartTopicDeletion", controller=ctl)
-            for step, tp, r in x.deletion_steps():
-                yield action("StartReplicaDeletion" if step == "start" else "RetryReplicaDeletion",
-                             controller=ctl, partition=tp.partition, replica=r)
-            if TOPIC in x.topics_deleted():
-                yield action("CompleteTopicDeletion", controller=ctl)
-
-    def _react(self) -> None:
-        for _ in range(200):
-            act = next((a for a in self._reactions() if self._possible(a) and self._within_budget(a)), None)
-            if act is None:
-                return
-            self._apply(act)
-        raise RuntimeError("the controller did not settle after 200 reactions")
-
     # -- the producers' side: which acks=all writes were acknowledged -----------------------
+    def _routed(self, b, tp) -> bool:
+        """A producer's metadata request to some running broker names b as the leader
+        (``KafkaApis.handleTopicMetadataRequest`` answers from the ``MetadataCache``)."""
+        return any(self._rm(x) is not None and self._rm(x).metadata_cache.get(tp) == b
+                   and b in self._rm(x).alive_brokers for x in range(self.n))
+
     def _complete_delayed_produces(self) -> None:
         """DelayedProduce: an acks=all write is answered once the leader that took it,
         still leading in the same epoch, has its HW past the record: acknowledged if
@@ -873,216 +478,3 @@ class KafkaImplementation:
             c.reassignment_step(act.get("controller"), REASSIGN_STEPS[name], self._tp(act))
         else:
             raise KeyError(f"no driver operation for action {name!r}")
-
-    # -- the abstraction function ------------------------------------------------------------
-    def _session_number(self, b: int, epoch) -> int:
-        regs = self.cluster.registrations[b]
-        return regs.index(epoch) + 1 if epoch in regs else 0
-
-    def observe(self) -> dict:
-        c = self.cluster
-        zk = c.admin
-        tps = [TopicPartition(TOPIC, p) for p in range(self.partitions)]
-        sessions = []
-        for b in range(self.n):
-            k = len(c.registrations[b])
-            sessions.append(k if zk.broker_epoch(b) == c.registrations[b][-1] else -k)
-        desc = self.admin.describe_topic(TOPIC) if zk.topic_exists(TOPIC) else None   # kafka-topics --describe
-        observed_zk = {
-            "controller": zk.get_controller_id(),
-            "controller_epoch": zk.get_controller_epoch()[0],
-            "sessions": sessions,
-            "topic": zk.topic_exists(TOPIC),
-            "partitions": self._partition_states(tps, desc),
-            # marked for deletion, as kafka-topics --describe says while the topic exists
-            "delete_topic": desc.marked_for_deletion if desc else TOPIC in zk.get_topic_deletions(),
-        }
-        if self.reassign_targets:
-            pending = get_partition_reassignment(zk)
-            assignment = zk.get_assignment(TOPIC) if zk.topic_exists(TOPIC) else {}
-            observed_zk["ar"] = [list(assignment.get(tp.partition, ())) for tp in tps]
-            observed_zk["reassign"] = [list(pending.get(tp, ())) for tp in tps]
-        brokers = []
-        for b in range(self.n):
-            s = c.servers[b]
-            inbox = _sorted_requests([self._request(r) for r in c.in_flight[b]])
-            if s is None:
-                d = {"alive": False, "controller_epoch_seen": 0, "partitions": [_no_state() for _ in tps],
-                     "inbox": inbox, "ctx": None}
-            else:
-                rm = s.replica_manager
-                d = {"alive": True, "controller_epoch_seen": rm.controller_epoch,
-                     "partitions": [self._view(rm.partitions.get(tp)) for tp in tps],
-                     "inbox": inbox, "ctx": self._ctx(b, s.controller.ctx, tps)}
-            d["replicas"] = [self._replica(b, tp) for tp in tps] if self.data_path else []
-            if self.reassign_targets:
-                parts = s.replica_manager.partitions if s is not None else {}
-                d["assigned"] = [list(parts[tp].replicas) if tp in parts else [] for tp in tps]
-            if self.metadata_cache:
-                cache = s.replica_manager.metadata_cache if s is not None else {}
-                d["metadata"] = [cache.get(tp, NO_LEADER) for tp in tps]
-                d["alive_brokers"] = list(s.replica_manager.alive_brokers) if s is not None else []
-            brokers.append(d)
-        out = {"zk": observed_zk, "brokers": brokers}
-        if self.data_path:
-            out["acked"] = [[tp.partition, o, e] for tp, o, e in sorted(self.acknowledged)]
-            if zk.topic_exists(TOPIC):
-                self._check_replica_verification(tps)
-        if self.reassign_targets and zk.topic_exists(TOPIC):
-            self._check_reassignment_tools(tps)
-        if not zk.topic_exists(TOPIC):
-            self._check_tools_refuse_a_missing_topic()
-        self._check_controller_watches()
-        self._check_state_change_merge(tps)
-        return out
-
-    def _check_state_change_merge(self, tps) -> None:
-        """The seeds' state-change-log merge tool (``impl.statechange.merge``), over every
-        broker's log and per partition, must keep what it gave at the last observation as
-        its beginning: the lines written since then come after it, never between earlier
-        lines.  Each cluster operation writes at a later time than the last, so a line
-        written later that merges before an earlier one (a clock that did not move, a
-        time misread) misorders cause and effect for whoever reads the merged log."""
-        logs = [d.state_log for d in self.cluster.disks]
-        for key, merged in (("all", merge(logs)), *((tp.partition, merge(logs, tp.topic, tp.partition)) for tp in tps)):
-            before = self._merged.get(key, [])
-            if merged[:len(before)] != before:
-                i = next(i for i, (x, y) in enumerate(zip(merged, before)) if x != y)
-                raise RuntimeError(f"the merged state-change log ({'every partition' if key == 'all' else tps[key]}) "
-                                   f"puts {merged[i]!r}, written since the last step, before {before[i]!r}")
-            self._merged[key] = merged
-
-    def _check_controller_watches(self) -> None:
-        """The active controller watches the children of every path whose changes it
-        handles (``CHILD_WATCHES``, ZooKeeper's ``wchc``), unless that path's event is
-        already queued: a watch not re-armed is a change the controller never hears of,
-        which the model's state does not show until the change comes."""
-        store = self.cluster.store
-        for s in self.cluster.servers:
-            ctl = s.controller if s is not None else None
-            if ctl is None or not store.session_alive(ctl.zk.session) or not ctl.is_active():
-                continue
-            watched = store.watches(ctl.zk.session)["children"]
-            for path, event in sorted(CHILD_WATCHES.items()):
-                if path not in watched and event not in ctl.pending:
-                    raise RuntimeError(f"the active controller {ctl.broker_id} neither watches the children of "
-                                       f"{path} nor has its {event} event queued")
-
-    def _check_replica_verification(self, tps) -> None:
-        """kafka-replica-verification (``Admin.verify_replicas``) must describe the logs
-        ``observe`` shows: the leader's HW, every replica's LEO (None while its broker is
-        down), and whether its log holds the leader's records below the HW.  A report
-        that disagrees with the brokers' logs is a bug of the tool, raised here."""
-        c = self.cluster
-        for v in self.admin.verify_replicas(TOPIC):
-            tp = tps[v.partition]
-            logs = {r: (c.disks[r].logs[tp].records if tp in c.disks[r].logs else []) for r in v.log_end_offsets}
-            lead = v.leader != NO_LEADER and self._running(v.leader)
-            hw = c.disks[v.leader].logs[tp].high_watermark_checkpoint if lead and tp in c.disks[v.leader].logs \
-                else (0 if lead else -1)
-            leos = {r: len(logs[r]) if lead and self._running(r) else None for r in logs}
-            in_sync = {r: lead and self._running(r) and logs[r][:hw] == logs[v.leader][:hw] for r in logs}
-            want = (hw, leos, in_sync, lead and all(in_sync.values()))
-            if (v.high_watermark, v.log_end_offsets, v.in_sync, v.all_in_sync) != want:
-                raise RuntimeError(f"kafka-replica-verification reports {v} for {tp}; the logs say "
-                                   f"(hw, leos, in_sync, all) = {want}")
-
-    def _check_reassignment_tools(self, tps) -> None:
-        """kafka-reassign-partitions --verify (``Admin.verify_reassignment``) on each
-        target the admin wrote must say what ZooKeeper holds: "in progress" while
-        /admin/reassign_partitions names the partition, else "completed" if its AR is
-        the target and "failed" if not; and --generate's current assignment must be
-        the topic's AR."""
-        zk = self.cluster.admin
-        pending = get_partition_reassignment(zk)
-        ar = zk.get_assignment(TOPIC)
-        for tp, target in sorted(self.written_targets.items()):
-            got = self.admin.verify_reassignment({tp: target})[tp]
-            want = "in progress" if tp in pending else "completed" if ar.get(tp.partition) == target else "failed"
-            if got != want:
-                raise RuntimeError(f"kafka-reassign-partitions --verify says {got!r} for {tp} -> {list(target)}; "
-                                   f"ZooKeeper says {want!r}")
-        current, _ = self.admin.generate_reassignment([TOPIC], range(self.n))
-        if current != {tp: ar[tp.partition] for tp in tps if tp.partition in ar}:
-            raise RuntimeError(f"kafka-reassign-partitions --generate's current assignment {current} is not the AR {ar}")
-
-    def _check_tools_refuse_a_missing_topic(self) -> None:
-        """Before the topic is created and after it is deleted, kafka-reassign-partitions
-        --generate for it must refuse (UNKNOWN_TOPIC_OR_PARTITION), not propose an
-        assignment from whatever is left in ZooKeeper."""
-        try:
-            self.admin.generate_reassignment([TOPIC], range(self.n))
-        except AdminError:
-            return
-        raise RuntimeError(f"kafka-reassign-partitions --generate proposes an assignment for topic {TOPIC!r}, "
-                           f"which does not exist")
-
-    def _partition_states(self, tps, desc) -> list[dict]:
-        """Each partition's state znode, its leader, leader epoch and ISR as the admin
-        tool shows them while the topic exists (kafka-topics --describe ``desc``: what an
-        operator reads)."""
-        out = [_li(self.cluster.admin.get_partition_state(tp)) for tp in tps]
-        if desc is not None:
-            shown = {d.partition: d for d in desc.partitions}
-            for p, o in enumerate(out):
-                d = shown.get(p)
-                if d is None:       # not in the topic's assignment: no state
-                    o.update({k: v for k, v in _no_state().items() if k in ("leader", "leader_epoch", "isr")})
-                else:
-                    o.update(leader=d.leader, leader_epoch=d.leader_epoch, isr=list(d.isr))
-        return out
-
-    @staticmethod
-    def _view(p) -> dict:
-        if p is None:
-            return _no_state()
-        return {"leader": p.leader, "leader_epoch": p.leader_epoch, "isr": list(p.isr),
-                "controller_epoch": p.controller_epoch, "version": p.zk_version}
-
-    @staticmethod
-    def _request(r) -> dict:
-        if isinstance(r, LeaderAndIsrRequest):
-            return {"type": "LeaderAndIsr", "controller_epoch": r.controller_epoch,
-                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch,
-                    "isr": list(r.isr), "version": r.zk_version, "replicas": list(r.replicas)}
-        if isinstance(r, UpdateMetadataRequest):
-            return {"type": "UpdateMetadata", "controller_epoch": r.controller_epoch,
-                    "partition": r.topic_partition.partition, "leader": r.leader, "leader_epoch": r.leader_epoch,
-                    "live": list(r.live_brokers), "ahead": r.ahead}
-        return {"type": "StopReplica", "controller_epoch": r.controller_epoch,
-                "partition": r.topic_partition.partition, "delete": r.delete_partition}
-
-    def _ctx(self, b: int, ctx, tps) -> dict | None:
-        if ctx is None:
-            return None
-        out = {
-            "epoch": ctx.epoch,
-            "live": [self._session_number(x, ctx.live_broker_epochs[x]) if x in ctx.live_broker_epochs else 0
-                     for x in range(self.n)],
-            "partitions": [_li(ctx.leadership.get(tp)) for tp in tps],
-            "partition_states": [ctx.partition_states.get(tp, NON_EXISTENT_PARTITION) for tp in tps],
-            "replica_states": [[ctx.replica_states.get((tp, r), NON_EXISTENT_REPLICA) for r in self.slots[tp.partition]]
-                               for tp in tps],
-            "shutting_down": [x in ctx.shutting_down for x in range(self.n)],
-            "deleting": TOPIC in ctx.topics_to_be_deleted,
-            "offline": sorted([tp.partition, r] for tp, r in ctx.offline_owed),
-        }
-        if self.reassign_targets:
-            out["ar"] = [list(ctx.assignments.get(tp, ())) for tp in tps]
-            out["reassigning"] = [None if tp not in ctx.reassigning else {
-                "target": list(ctx.reassigning[tp].target), "original": list(ctx.reassigning[tp].original),
-                "step": ctx.reassigning[tp].step} for tp in tps]
-        return out
-
-    def _replica(self, b: int, tp: TopicPartition) -> dict:
-        log = self.cluster.disks[b].logs.get(tp)
-        records = list(log.records) if log else []
-        hw = log.high_watermark_checkpoint if log else 0
-        rm = self._rm(b)
-        truncating = bool(rm and tp in rm.fetchers and rm.fetchers[tp].truncating)
-        leos = None
-        if rm is not None and rm.leader_partition(tp) is not None:
-            p = rm.leader_partition(tp)
-            leos = {str(r): p.remote_leos.get(r, -1) for r in self.slots[tp.partition] if r != b}
-        epochs = [list(x) for x in log.epochs.entries] if log else []
-        return {"log": records, "epochs": epochs, "hw": hw, "truncating": truncating, "follower_leos": leos}

@@ -24,7 +24,7 @@ one machine's clock; where ZooKeeper returned a zxid, zxid order must agree, and
   notices either way only through its own BrokerFailure step).
 
 ``project`` is the same abstraction on the model's side: it flattens the observation
-conformance compares (impl/adapter.py ``observe`` has the same shape) to those keys.
+conformance compares (impl/projection.py ``observe`` has the same shape) to those keys.
 A key is absent while its thing does not exist (no controller, no partition state
 yet, a broker down or without a view), so a crash, which no log records, changes
 nothing the trace could contradict.

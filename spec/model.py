@@ -164,7 +164,7 @@ class KafkaModel(Model):
         return KafkaTimeline()
 
     def observe(self, s: KafkaState) -> dict:
-        """What conformance compares with the reference broker (impl/adapter.py
+        """What conformance compares with the reference broker (impl/projection.py
         ``observe``): ``zk`` and ``brokers`` as plain data.  ``budget`` and ``ghost`` are
         the model's own bookkeeping, except the acks=all records acknowledged to
         producers (with a data path), which the implementation's clients see too.  A

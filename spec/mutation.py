@@ -30,7 +30,7 @@ UNCLEAN_TWICE = ConformRun("unclean atomic (2 crashes, 2 unclean elections, no p
 
 # The controller's event order (controller_event_order, the default, set here explicitly): a controlled
 # shutdown's OfflineReplica step and the new controller's first election hold back its next
-# event (impl/adapter.py ``_controller_busy``).
+# event (impl/eventorder.py ``_controller_busy``).
 EVENT_ORDER = ConformRun("shutdown (no crash, no preferred election) event order --probe", preset="shutdown",
                          overrides=(*NO_CRASH, ("preferred_election", False), ("controller_event_order", True)),
                          probe=True)
