@@ -25,6 +25,7 @@ each Spark column N times, interleaved.
     python benchmarks/engine.py                         # tiny small default
     python benchmarks/engine.py small default --spark   # and Spark on them
     python benchmarks/engine.py --before 6962db0 tiny
+    python benchmarks/engine.py --model tests.toys:FAMILY default tiny:toy=grid,n=300
     python benchmarks/engine.py --spark-only --before 5d4989d --spark-before --repeat 2 small:max_records=1
 """
 
@@ -40,15 +41,22 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MODEL = {"ref": "spec.family:FAMILY"}   # the family every run builds its model from (--model)
 BEFORE = "6962db0"   # main before issue 12: gc on, liveness explored in a second pass
 
-# Runs in a subprocess: one safety search of a preset, its CPU seconds and counts.
-SEARCH = r"""
-import json, sys, time
-from checker import bfs
+# The start of every script run in a subprocess: the family named by --model, and the
+# model of one configuration (argv: family reference, preset, JSON of its overrides).
+PRELUDE = r"""
+import importlib, json, sys, time
 from checker.config import resolve
-from spec.family import FAMILY
-m = FAMILY.build(resolve(FAMILY, sys.argv[1], {}))
+_mod, _, _attr = sys.argv[1].partition(":")
+FAMILY = getattr(importlib.import_module(_mod), _attr)
+m = FAMILY.build(resolve(FAMILY, sys.argv[2], json.loads(sys.argv[3])))
+"""
+
+# Runs in a subprocess: one safety search of a preset, its CPU seconds and counts.
+SEARCH = PRELUDE + r"""
+from checker import bfs
 props = [p for p in m.properties() if p.kind != "eventually"]
 t = time.process_time()
 r = bfs.check(m, properties=props)
@@ -63,14 +71,10 @@ print(json.dumps({"cpu": time.process_time() - t, "distinct": r.stats.distinct, 
 # the search without them, and the model alone over the states and transitions of
 # the search; each figure is the smallest of its three, so that another job's load in
 # one round does not tip the difference (engine = search - model).
-SPLIT = r"""
-import json, sys, time
+SPLIT = PRELUDE + r"""
 from checker import bfs
 import checker.search as core
-from checker.config import resolve
 from checker.graph import explore
-from spec.family import FAMILY
-m = FAMILY.build(resolve(FAMILY, sys.argv[1], {}))
 props = [p for p in m.properties() if p.kind != "eventually"]
 sample = getattr(core, "SAMPLE_SIZE", None)
 state_preds = [p.predicate for p in props if p.kind in ("always", "sometimes") and not p.step]
@@ -192,8 +196,14 @@ def env_with(first: Path | None) -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(path + [str(ROOT)]), KMC_BENCH_CWD=str(first or ROOT))
 
 
+def script_args(spec: str) -> list[str]:
+    """The arguments of PRELUDE for ``spec`` (``preset`` or ``preset:key=value,...``)."""
+    preset, sets = config_of(spec)
+    return [MODEL["ref"], preset, json.dumps(sets)]
+
+
 def search(preset: str, env: dict) -> dict:
-    p = subprocess.run([sys.executable, "-c", SEARCH, preset], env=env, cwd=env["KMC_BENCH_CWD"],
+    p = subprocess.run([sys.executable, "-c", SEARCH, *script_args(preset)], env=env, cwd=env["KMC_BENCH_CWD"],
                        capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"benchmark: the search of {preset} failed: {p.stderr.strip()[-400:]}")
@@ -204,7 +214,9 @@ def search(preset: str, env: dict) -> dict:
 
 
 def whole_check(preset: str, env: dict, *extra: str) -> tuple[dict, float, float]:
-    cmd = [sys.executable, "-m", "checker", "check", "--model", "spec.family:FAMILY", "--preset", preset,
+    name, sets = config_of(preset)
+    cmd = [sys.executable, "-m", "checker", "check", "--model", MODEL["ref"], "--preset", name,
+           *[a for k, v in sets.items() for a in ("--set", f"{k}={json.dumps(v) if not isinstance(v, str) else v}")],
            "--json", "--quiet", "--traces-dir", tempfile.mkdtemp(prefix="kmc-bench-"), *extra]
     p, cpu, wall = run_tree(cmd, env)
     if p.returncode not in (0, 1):
@@ -218,7 +230,10 @@ def load() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("presets", nargs="*", default=["tiny", "small", "default"])
+    ap.add_argument("presets", nargs="*", default=["tiny", "small", "default"],
+                    help="configurations: PRESET or PRESET:KEY=VALUE,... (default: tiny small default)")
+    ap.add_argument("--model", default=MODEL["ref"],
+                    help="the model family, module:attribute (default %(default)s; e.g. tests.toys:FAMILY)")
     ap.add_argument("--before", default=BEFORE, help=f"the commit whose checker is 'before' (default {BEFORE})")
     ap.add_argument("--spark", action="store_true", help="also run Spark local[1] and local[2]")
     ap.add_argument("--no-before", action="store_true", help="skip the 'before' runs")
@@ -232,6 +247,7 @@ def main() -> None:
     ap.add_argument("--spark-fingerprint", action="store_true",
                     help="also run local[2] with states placed by fingerprint (the model's partition_key ignored)")
     args = ap.parse_args()
+    MODEL["ref"] = args.model
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
     old = None if args.no_before else checker_at(args.before, tmp, args.before_model)
     new_env, old_env = env_with(None), env_with(old)
@@ -271,7 +287,7 @@ def main() -> None:
         for label, env in (sides[::-1] if k % 2 else sides):    # alternately first
             if env is None:
                 continue
-            p = subprocess.run([sys.executable, "-c", SPLIT, preset], env=env, cwd=env["KMC_BENCH_CWD"],
+            p = subprocess.run([sys.executable, "-c", SPLIT, *script_args(preset)], env=env, cwd=env["KMC_BENCH_CWD"],
                                capture_output=True, text=True)
             if p.returncode:
                 sys.exit(f"benchmark: the split of {preset} ({label}) failed: {p.stderr.strip()[-400:]}")
@@ -293,16 +309,12 @@ def main() -> None:
                     args.repeat)
 
 
-# Runs in a subprocess: one safety search (no eventually property: kmc check explores
-# their graph on the driver after a Spark search) on an engine; what it found.
-ENGINE = r"""
-import json, sys
+# Runs in a subprocess: one safety search on an engine; what it found.  No eventually
+# property: kmc check skips them on Spark (only the local engine builds the state graph).
+ENGINE = PRELUDE + r"""
 from checker import bfs
-from checker.config import resolve
-from spec.family import FAMILY
-preset, sets, engine = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-m = FAMILY.build(resolve(FAMILY, preset, sets))
-if sys.argv[5:] == ["fingerprint"]:
+engine = sys.argv[4]
+if sys.argv[6:] == ["fingerprint"]:
     m.partition_key = None     # Spark places states by fingerprint, as for a model without the hook
 props = [p for p in m.properties() if p.kind != "eventually"]
 if engine == "local":
@@ -310,7 +322,7 @@ if engine == "local":
     extra = {}
 else:
     from checker.spark import check
-    r = check(m, properties=props, master=engine, partitions=int(sys.argv[4]))
+    r = check(m, properties=props, master=engine, partitions=int(sys.argv[5]))
     e = r.engine
     extra = {"startup": e.get("startup_seconds"), "levels": len(e.get("levels", [])),
              "driver_levels": e.get("driver_levels", 0), "executor_cpu": e.get("executor_cpu_seconds"),
@@ -341,8 +353,7 @@ def config_of(spec: str) -> tuple[str, dict]:
 
 
 def engine_run(spec: str, env: dict, engine: str, parts: int = 0, placement: str = "model") -> tuple[dict, float, float]:
-    preset, sets = config_of(spec)
-    cmd = [sys.executable, "-c", ENGINE, preset, json.dumps(sets), engine, str(parts), placement]
+    cmd = [sys.executable, "-c", ENGINE, *script_args(spec), engine, str(parts), placement]
     p, cpu, wall = run_tree(cmd, env)
     if p.returncode:
         sys.exit(f"benchmark: {spec} on {engine} failed (exit {p.returncode}): {p.stderr.strip()[-600:]}")
