@@ -105,32 +105,39 @@ _PRESETS = {
                       {**_TWO, "max_session_expiries": 0, "unclean_leader_election": True}),
     # The data path (issue 3): the known-anomaly table.  The same bounds for every
     # truncation rule, so that the fixed rule holds where the older ones fail.
-    # Narrow: crashes only.  Kept for the tests that pin them (tests/test_anomalies.py,
-    # test_atomic.py, test_conform_kafka.py, test_impl.py); the wide presets below are
-    # the verdicts.
+    # Narrow: crashes only.  Kept for the tests that pin them (data-kip320 and data-hw:
+    # tests/test_anomalies.py, test_atomic.py, test_impl.py; data-kip101: test_por.py) and
+    # for the manual's anomaly table, which compares the four rules at the same narrow
+    # bounds (data-kip279 is there only); the wide presets below are the verdicts.
     "data-kip320": Preset("data-kip320", "data path, 2 brokers, 2 records, 2 crashes: truncation=kip320 "
                           "(every fix on); narrow: leaves out session expiry, ISR shrink, preferred election, "
                           "controlled shutdown and reassignment (see data-kip320-wide)", _DATA),
-    "data-kip279": Preset("data-kip279", "as data-kip320 (narrow) with truncation=kip279",
+    "data-kip279": Preset("data-kip279", "as data-kip320 (narrow: crashes only; leaves out session expiry, ISR "
+                          "shrink, preferred election, controlled shutdown and reassignment, see "
+                          "data-kip279-wide) with truncation=kip279",
                           {**_DATA, "truncation": "kip279"}),
     "data-kip101": Preset("data-kip101", "as data-kip320 (narrow) with truncation=kip101; holds only because it "
                           "leaves out preferred election and reassignment (see data-kip101-wide)",
                           {**_DATA, "truncation": "kip101"}),
-    "data-hw": Preset("data-hw", "as data-kip320 (narrow) with truncation=high_watermark (before KIP-101): "
-                      "committed data lost", {**_DATA, "truncation": "high_watermark"}),
+    "data-hw": Preset("data-hw", "as data-kip320 (narrow: crashes only; leaves out session expiry, ISR shrink, "
+                      "preferred election, controlled shutdown and reassignment, see data-hw-wide) with "
+                      "truncation=high_watermark (before KIP-101): committed data lost", {**_DATA, "truncation": "high_watermark"}),
     # Three replicas: the holes KIP-279 and KIP-320 closed.  Their counterexamples are
     # 16-18 steps deep, beyond reach with the controller's steps interleaved, so these
     # run the atomic controller (spec/atomic.py); its traces are traces of the full model.
     "data-kip101-3": Preset("data-kip101-3", "data path, 3 brokers, 3 records, 2 crashes, atomic controller: "
-                            "truncation=kip101 (before KIP-279): logs diverge", {**_DATA3, "max_records": 3,
+                            "truncation=kip101 (before KIP-279): logs diverge; crashes only, no controller "
+                            "failover (the counterexamples are 16-18 steps deep)", {**_DATA3, "max_records": 3,
                                                                                 "truncation": "kip101"}),
     "data-kip279-3": Preset("data-kip279-3", "data path, 3 brokers, 2 records, 2 crashes, atomic controller: "
-                            "truncation=kip279 (before KIP-320): a stale follower fetches", {**_DATA3,
+                            "truncation=kip279 (before KIP-320): a stale follower fetches; crashes only, no "
+                            "controller failover (the counterexamples are 16-18 steps deep)", {**_DATA3,
                                                                                          "truncation": "kip279"}),
-    "data-kip320-3": Preset("data-kip320-3", "as data-kip279-3 with truncation=kip320: holds (531,183 "
-                            "states; slow)", dict(_DATA3)),
+    "data-kip320-3": Preset("data-kip320-3", "as data-kip279-3 with truncation=kip320: holds (slow; "
+                            "its figures: docs/results.md)", dict(_DATA3)),
     "data-unclean": Preset("data-unclean", "data path with unclean.leader.election.enable=true and an ISR "
-                           "shrink: acknowledged data lost",
+                           "shrink: acknowledged data lost; a crash and a shrink are all the loss needs, so it "
+                           "leaves out session expiry, preferred election, controlled shutdown and reassignment",
                            {**_DATA, "unclean_leader_election": True, "max_crashes": 1, "max_isr_shrinks": 1}),
 }
 
@@ -153,7 +160,10 @@ _PRESETS.update({
         f"data-{'hw' if t == 'high_watermark' else t}-wide",
         f"data path, 2 brokers, 2 records; a crash, a session expiry, an ISR shrink, preferred election, a "
         f"controlled shutdown and a reassignment reordering the AR [0, 1] -> [1, 0]: truncation={t}: "
-        f"{_WIDE_VERDICT[t]} (large: see docs/results.md)", {**_WIDE, "truncation": t})
+        f"{_WIDE_VERDICT[t]} (large: see docs/results.md); off: unclean election (loses data by design, "
+        f"data-unclean), topic deletion (removes the data by design), an operator's /controller deletion (it "
+        f"moves the controller, as the session expiry does) and the metadata cache (about eight times the "
+        f"interleavings; producers reach every broker that believes it leads, data-cache)", {**_WIDE, "truncation": t})
     for t in ("high_watermark", "kip101", "kip279", "kip320")
 })
 
@@ -211,7 +221,7 @@ _PRESETS.update({
                           "controller; violates EventuallyAvailable (the partition's only broker stops)",
                           {**_OFFSETS, "replication_factor": 1}),
     "offsets-rf3": Preset("offsets-rf3", "offsets-rf1 with the recommended fix, replication factor 3 and "
-                          "min.insync.replicas 2: holds (166,177 states)", {**_OFFSETS, "replication_factor": 3,
+                          "min.insync.replicas 2: holds (slow)", {**_OFFSETS, "replication_factor": 3,
                                                            "min_insync_replicas": 2}),
 })
 
