@@ -336,3 +336,24 @@ def test_covering_set_catches_injected_bug(bug, monkeypatch):
     monkeypatch.setitem(globals(), "first_divergence", first_divergence_in_cover)
     test(monkeypatch)
     assert found and found[0] is not None and found[0].kind != RAISED
+
+
+def test_the_two_broker_kip101_loss_needs_no_more_than_min_insync_replicas_2():
+    """Issue 11's claim: before KIP-279, acks=all with min.insync.replicas=2 does not save
+    a partition of two replicas.  The known 35-step loss (recorded with the default 1)
+    replayed with min_insync_replicas=2: every produce still finds an ISR of two, the
+    acknowledged record is lost at the last step only, and the reference broker follows
+    every step; with KIP-320's rule the same steps keep the record."""
+    from checker.bfs import replay_path
+
+    trace = load_trace(ROOT / "traces" / "known" / "NoAckedRecordLost-data-kip101-wide-2bffc819.json")
+    acts = [st.action for st in trace.steps[1:]]
+    cfg = resolve(FAMILY, None, {**trace.config, "min_insync_replicas": 2})
+    m = FAMILY.build(cfg)
+    path = replay_path(m, acts)
+    lost = next(p for p in m.properties() if p.name == "NoAckedRecordLost").predicate
+    assert [lost(st.state) for st in path] == [True] * len(acts) + [False]
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+    fixed = FAMILY.build(resolve(FAMILY, None, {**trace.config, "min_insync_replicas": 2, "truncation": "kip320"}))
+    kept = next(p for p in fixed.properties() if p.name == "NoAckedRecordLost").predicate
+    assert all(kept(st.state) for st in replay_path(fixed, acts))
