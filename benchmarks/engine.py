@@ -13,7 +13,9 @@ In one run, side by side:
    twice before, once now);
 2. the split between the model's own time and the engine's: the model's
    ``actions``/``next_state`` and every property, timed alone over the very states
-   and transitions of the search, in the same process, against the whole search;
+   and transitions of the search, in the same process, against the whole search,
+   and against a hand-written breadth-first search of the same model (a set of the
+   states, no fingerprints or paths, the collector off: the baseline issue 12 named);
 3. Spark ``local[1]`` and ``local[2]``: states/s and CPU seconds of the whole process
    tree against the local engine's (``--spark``; it starts a JVM per run).
 
@@ -72,6 +74,7 @@ print(json.dumps({"cpu": time.process_time() - t, "distinct": r.stats.distinct, 
 # the search; each figure is the smallest of its three, so that another job's load in
 # one round does not tip the difference (engine = search - model).
 SPLIT = PRELUDE + r"""
+import gc
 from checker import bfs
 import checker.search as core
 from checker.graph import explore
@@ -82,6 +85,7 @@ step_preds = [p.predicate for p in props if p.step]
 actions, next_state = m.actions, m.next_state
 runs = {True: [], False: []}
 best = trans = None
+hand = []
 for _ in range(3):
     for checked in (True, False):
         if sample is not None:
@@ -112,11 +116,39 @@ for _ in range(3):
     model_props = time.process_time() - t
     if best is None or model_next + model_props < sum(best):
         best = (model_next, model_props)
+    # The hand-written explorer that issue 12 measured kmc against: a set of the states
+    # themselves (no fingerprint, no path), the same model calls and properties, the
+    # collector off.
+    gc.disable()
+    t = time.process_time()
+    seen = set(m.init_states())
+    frontier = list(seen)
+    for u in frontier:
+        for p in state_preds:
+            p(u)
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for a in actions(s):
+                u = next_state(s, a)
+                for p in step_preds:
+                    p(s, a, u)
+                if u not in seen:
+                    seen.add(u)
+                    nxt.append(u)
+                    for p in state_preds:
+                        p(u)
+        frontier = nxt
+    hand.append(time.process_time() - t)
+    gc.enable()
+    if len(seen) != r.stats.distinct:
+        sys.exit(f"the hand-written explorer found {len(seen)} states, the search {r.stats.distinct}")
+    del seen, frontier, nxt
 whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
 model_next, model_props = best
 print(json.dumps({"whole": whole, "unchecked": unchecked, "model": model_next + model_props, "next": model_next,
                   "props": model_props, "distinct": r.stats.distinct, "generated": r.stats.generated,
-                  "levels": len(r.stats.levels)}))
+                  "levels": len(r.stats.levels), "hand": min(hand)}))
 """
 
 
@@ -280,8 +312,9 @@ def main() -> None:
     print(f"\n({load()})\n")
 
     print("| preset | checker | distinct (transitions) | search CPU s | model CPU s (next states; properties) | "
-          "engine CPU s | engine / model | first successors' checks CPU s | engine / model without them |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "engine CPU s | engine / model | first successors' checks CPU s | engine / model without them | "
+          "hand-written BFS CPU s | search / hand-written |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, preset in enumerate(args.presets):
         sides = [("after", new_env), ("before", old_env if old and args.split_before else None)]
         for label, env in (sides[::-1] if k % 2 else sides):    # alternately first
@@ -293,16 +326,17 @@ def main() -> None:
                 sys.exit(f"benchmark: the split of {preset} ({label}) failed: {p.stderr.strip()[-400:]}")
             d = json.loads(p.stdout)
             if d["model"] is None:
-                print(f"| `{preset}` | {label} | - | {d['whole']:.2f} | (stopped early) | - | - | - | - |")
+                print(f"| `{preset}` | {label} | - | {d['whole']:.2f} | (stopped early) | - | - | - | - | - | - |")
                 continue
-            eng, model = d["whole"] - d["model"], d["model"]
+            eng, model, hand = d["whole"] - d["model"], d["model"], d["hand"]
             checks = "-" if d["unchecked"] is None else f"{d['whole'] - d['unchecked']:.3f}"
             bare = "-" if d["unchecked"] is None else f"{(d['unchecked'] - model) / model:.2f}"
             print(f"| `{preset}` | {label} | {d['distinct']:,} ({d['generated']:,}) | {d['whole']:.3f} | "
                   f"{model:.3f} ({d['next']:.3f}; {d['props']:.3f}) | {eng:.3f} | {eng / model:.2f} | {checks} | "
-                  f"{bare} |", flush=True)
+                  f"{bare} | {hand:.3f} | {d['whole'] / hand:.2f} |", flush=True)
     print(f"\n({load()}; each figure the smallest of three rounds in one process, each round the search with "
-          f"and without the checks of the first 1,000 successors, then the model alone)\n")
+          f"and without the checks of the first 1,000 successors, then the model alone, then a hand-written "
+          f"breadth-first search: a set of the states, the same model calls and properties, the collector off)\n")
 
     if args.spark:
         spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint,
