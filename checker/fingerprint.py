@@ -56,6 +56,26 @@ def _repr_pieces(tp: type, n: int) -> tuple[tuple[str, ...], str] | None:
     return None
 
 
+def _memo(where: dict, pos: Any) -> dict:
+    """The memo of position ``pos`` (a part, or an element of a plain tuple part),
+    started afresh once it holds MEMO_LIMIT values."""
+    m = where.get(pos)
+    if m is None or len(m) >= MEMO_LIMIT:
+        m = where[pos] = {}
+    return m
+
+
+def _shape(key: tuple[type, int] | None, memos: dict, copied: bool) -> tuple | None:
+    """``(pieces, close, memo of each position)`` of a state of ``key``'s class and
+    length, or None where its ``repr`` is not built from its parts (or, ``copied``,
+    where a copy of its items would lose what its instances carry besides them: an
+    instance ``__dict__``)."""
+    pieces = None if key is None else _repr_pieces(*key)
+    if pieces is None or (copied and key[0].__dictoffset__):
+        return None
+    return (*pieces, memos.setdefault(key, {}))
+
+
 def state_repr_fn(model: Any) -> Callable[[Any], str]:
     """``repr`` of ``model``'s states, the very same string, made cheaper for a model
     that keeps the default encoding and promises ``equal_states_encode_equally``.
@@ -74,19 +94,13 @@ def state_repr_fn(model: Any) -> Callable[[Any], str]:
     shapes: dict[tuple[type, int], Any] = {}
     memos: dict[tuple[type, int], dict] = {}    # the state's (class, length) -> position -> {part: repr}
     unset = object()
-
-    def memo(where: dict, pos: Any) -> dict:
-        m = where.get(pos)
-        if m is None or len(m) >= MEMO_LIMIT:
-            m = where[pos] = {}
-        return m
+    memo = _memo
 
     def rep(state: Any, _r=repr, _tuple=tuple, _isinstance=isinstance, _type=type, _len=len) -> str:
         key = (_type(state), _len(state)) if _isinstance(state, _tuple) else None
         shape = shapes.get(key, unset)
         if shape is unset:
-            pieces = None if key is None else _repr_pieces(*key)
-            shape = shapes[key] = None if pieces is None else (*pieces, memos.setdefault(key, {}))
+            shape = shapes[key] = _shape(key, memos, copied=False)
         if shape is None:
             return _r(state)
         pieces, close, where = shape
@@ -141,30 +155,24 @@ def state_canon_fn(model: Any) -> Callable[[Any], tuple[str, Any]] | None:
     values by identity pickles each value once: on ``small:max_isr_shrinks=2``, 89
     bytes a state instead of 213, and several times fewer NamedTuples for the pickler
     to reduce and for the destination to build.  The parts are looked up where the
-    ``repr`` looks them up, so the copy costs one tuple.  Sound by the same promise
-    as ``state_repr_fn``: equal values at one position print alike.  A state whose
-    class may carry more than its items (no empty ``__slots__``) is not copied."""
+    ``repr`` looks them up, so the copy costs one tuple, and one for each plain
+    tuple part.  Sound by the same promise as ``state_repr_fn``: equal values at one
+    position print alike.  A state whose instances carry more than their items (an
+    instance ``__dict__``: a class in its hierarchy without ``__slots__``) is not
+    copied."""
     if not (repr_encoded(model) and getattr(model, "equal_states_encode_equally", False)):
         return None
     shapes: dict[tuple[type, int], Any] = {}
-    memos: dict[tuple[type, int], dict] = {}
+    memos: dict[tuple[type, int], dict] = {}    # (class, length) -> position -> {part: (repr, part)}
     unset = object()
-
-    def memo(where: dict, pos: Any) -> dict:
-        m = where.get(pos)
-        if m is None or len(m) >= MEMO_LIMIT:
-            m = where[pos] = {}
-        return m
+    memo = _memo
 
     def canon(state: Any, _r=repr, _tuple=tuple, _isinstance=isinstance, _type=type, _len=len,
               _new=tuple.__new__) -> tuple[str, Any]:
         key = (_type(state), _len(state)) if _isinstance(state, _tuple) else None
         shape = shapes.get(key, unset)
         if shape is unset:
-            pieces = None if key is None else _repr_pieces(*key)
-            if pieces is not None and not (key[0] is _tuple or key[0].__dict__.get("__slots__") == ()):
-                pieces = None
-            shape = shapes[key] = None if pieces is None else (*pieces, memos.setdefault(key, {}))
+            shape = shapes[key] = _shape(key, memos, copied=True)
         if shape is None:
             return _r(state), state
         pieces, close, where = shape
@@ -217,16 +225,17 @@ def state_canon_fn(model: Any) -> Callable[[Any], tuple[str, Any]] | None:
     return canon
 
 
-def fingerprint_fn(model: Any) -> Callable[[Any], int]:
+def fingerprint_fn(model: Any, rep: Callable[[Any], str] | None = None) -> Callable[[Any], int]:
     """The fingerprint function of ``model``, one call per state: every engine, the
     graph builder and conformance use this one, so they agree on every state.
 
     A model that keeps the default ``encode`` (``repr``, marked ``repr_encoding``)
     gets a function that skips the method call, and builds the ``repr`` with
     :func:`state_repr_fn` (the very same string: cheaper where the model promises
-    ``equal_states_encode_equally``, plain ``repr`` otherwise)."""
+    ``equal_states_encode_equally``, plain ``repr`` otherwise).  ``rep``: that
+    function, made already by the caller, so that one memo of parts serves both."""
     if repr_encoded(model):
-        def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=state_repr_fn(model)) -> int:
+        def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=rep or state_repr_fn(model)) -> int:
             return _f(_b(_r(state).encode(), digest_size=8).digest(), "little", signed=True)
     else:
         encode = model.encode

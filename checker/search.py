@@ -179,7 +179,8 @@ class Search(ModelCalls):
         self.sample_left = SAMPLE_SIZE        # successors still to validate at the handoff
         self.stopped = False                  # stopped at the first violation
         self.stopped_by: str | None = None    # TIME_LIMIT or INTERRUPTED (Stats.stopped_by)
-        self.fp, self.rep = fingerprint_fn(model), state_repr_fn(model)   # rep: repr, cheaper (fingerprint)
+        self.rep = state_repr_fn(model)                # repr, cheaper (checker.fingerprint)
+        self.fp = fingerprint_fn(model, self.rep)     # one memo of parts for both
         self.start = time.perf_counter()
         self.last_report = self.start
         self.deadline = None if settings.time_limit is None else self.start + settings.time_limit

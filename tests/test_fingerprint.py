@@ -309,6 +309,14 @@ def test_state_canon_is_none_without_the_promise_and_leaves_loose_classes_alone(
     text, c = canon(s)
     assert text == repr(s) and c is s
 
+    class Slotted(Loose):       # empty __slots__ below a class without: instances still have a __dict__
+        __slots__ = ()
+
+    s = Slotted(1, (Part(2, ()),))
+    s.note = "kept"
+    text, c = canon(s)
+    assert text == repr(s) and c is s and c.note == "kept"
+
 
 def test_validate_with_known_parts_skips_them_and_forgets_a_failed_walk():
     """``known`` skips tuples already validated (a successor's shared parts) but a
