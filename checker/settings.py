@@ -3,7 +3,9 @@
 :class:`Settings` is what ``kmc check``'s bounds and flags become, validated once
 (``UsageError`` for a bound that makes no sense); the local engine
 (:class:`checker.search.Search`, which exports it with the rest of its API) and the
-Spark engine (``checker.spark.engine.check``) read the same fields.
+Spark engine (``checker.spark.engine.check``) read the same fields, except that Spark
+reads ``time_limit`` after each level only and leaves ``collect_garbage`` to its tasks
+(each freezes and stops the collector around its own work).
 """
 
 from __future__ import annotations

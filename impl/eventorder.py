@@ -34,7 +34,8 @@ HIDDEN = frozenset(("BrokerFailure", "BrokerStartup", "TopicChange", "ElectLeade
 class EventOrder(ClusterDriver):
     """Mixed into the driver: ``_controller_busy`` refuses what the event thread would
     not run yet; ``_react`` runs the atomic controller's reactions.  They use the
-    driver's ``_possible``, ``_within_budget`` and ``_apply``."""
+    driver's ``_possible``, ``_within_budget`` and ``_apply``, and the ``event_order``
+    flag that ``KafkaImplementation.__init__`` sets."""
 
     def _controller_busy(self, act) -> bool:
         """A controller inside a reassignment event handles no other event.  With

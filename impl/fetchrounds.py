@@ -15,8 +15,7 @@ from impl.driverbase import ClusterDriver
 
 
 class FetchRounds(ClusterDriver):
-    """Mixed into the driver: the fetch targets, and the refused rounds and writes.
-    ``KafkaImplementation.__init__`` sets ``data_path``."""
+    """Mixed into the driver: the fetch targets, and the refused rounds and writes."""
 
     def _fetch_target_ok(self, f, leader, tp, truncating: bool) -> bool:
         """The follower's next request (an OffsetsForLeaderEpoch when ``truncating``,

@@ -5,8 +5,8 @@ is then sent StopReplica(delete=true) (or marked ReplicaDeletionIneligible while
 broker is down, and retried once it is back); the topic's znodes go when every replica
 is ReplicaDeletionSuccessful (``completeDeleteTopic``).  Each of these is one controller
 step, as in the model (spec/controller.py), and none of them is a step of the event the
-controller is in: with ``controller_event_order`` they stay unordered (the adapter's
-``UNORDERED_STEPS``).
+controller is in: with ``controller_event_order`` they stay unordered
+(``impl/eventorder.py``'s ``UNORDERED_STEPS``).
 
 A topic with a reassignment pending is ineligible for deletion (Kafka 2.x
 ``markTopicIneligibleForDeletion``).  A failed StopReplica leaves the replica in
