@@ -124,3 +124,23 @@ def test_a_full_disk_during_checkpoint_is_one_line(tmp_path):
                                       "the disk is full (No space left on device)")
     assert "cannot write checkpoint level" in line and "choose another directory" in line
     assert _log_of(line).exists()
+
+
+def test_a_ctrl_c_that_a_finalizer_swallows_is_still_counted():
+    """Python raises a Ctrl-C's KeyboardInterrupt wherever the main thread is; in a
+    finalizer (Py4J's weakref callbacks) it is printed as "Exception ignored" and
+    lost, and the search went on to exit 0.  The driver's handler also counts it, and
+    the Spark engine compares the count between levels."""
+    import signal
+
+    from checker.spark.session import ctrl_c_count, on_ctrl_c
+
+    class Finalized:
+        def __del__(self):
+            on_ctrl_c(signal.SIGINT, None)      # the Ctrl-C lands while a finalizer runs
+
+    before = ctrl_c_count()
+    Finalized()                                 # its KeyboardInterrupt is ignored
+    assert ctrl_c_count() == before + 1
+    with pytest.raises(KeyboardInterrupt):
+        on_ctrl_c(signal.SIGINT, None)

@@ -70,7 +70,7 @@ from checker.spark.events import LevelEvents, dead_record
 from checker.spark.handoff import part_records, take_back
 from checker.spark.jobs import Jobs
 from checker.spark.rederive import Rederive
-from checker.spark.session import get_context, run_job, ship
+from checker.spark.session import ctrl_c_count, get_context, run_job, ship
 from checker.spark.tasks import CHUNK, PH_CAP
 
 __all__ = ["check", "SparkCheckResult"]
@@ -252,7 +252,10 @@ class _Run(Counters):
             if L is None:
                 return self._finish()
         self.L = None
+        ctrl_c = ctrl_c_count()
         while self.frontier_size:
+            if ctrl_c_count() != ctrl_c:
+                raise KeyboardInterrupt     # a Ctrl-C that a finalizer swallowed (session.on_ctrl_c)
             d = self.level
             self.stored_at_level = self.distinct
             if self.max_depth is not None and d >= self.max_depth:
@@ -281,6 +284,8 @@ class _Run(Counters):
                 self.stopped_by = TIME_LIMIT
                 self.stored_at_level = self.distinct
                 break
+        if ctrl_c_count() != ctrl_c:
+            raise KeyboardInterrupt
         if self.L is None:
             self.L = L
         return self._finish()

@@ -371,8 +371,25 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
     import signal
     import threading
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, on_ctrl_c)
     return sc, True
+
+
+_CTRL_C = [0]    # Ctrl-Cs received since the process started
+
+
+def on_ctrl_c(signum: int, frame: Any) -> None:
+    """The driver's SIGINT handler: Python's own (a KeyboardInterrupt wherever the main
+    thread is), and a count.  When the interrupt lands in a finalizer, such as the
+    weakref callbacks by which Py4J releases its Java objects, Python prints
+    "Exception ignored in" and goes on: the engine compares :func:`ctrl_c_count`
+    between levels, so that such a Ctrl-C still stops the search."""
+    _CTRL_C[0] += 1
+    raise KeyboardInterrupt
+
+
+def ctrl_c_count() -> int:
+    return _CTRL_C[0]
 
 
 # Lines the JVM and PySpark print at start-up whatever the log configuration says.
