@@ -240,6 +240,7 @@ class _Run(Counters):
         from checker.spark import checkpoint as ckpt
 
         self.start = time.perf_counter()
+        ctrl_c = ctrl_c_count()
         self.checkpoint = checkpoint
         if resume:
             L, state = ckpt.load(self.sc, resume, self.n, self._identity())
@@ -252,7 +253,6 @@ class _Run(Counters):
             if L is None:
                 return self._finish()
         self.L = None
-        ctrl_c = ctrl_c_count()
         while self.frontier_size:
             if ctrl_c_count() != ctrl_c:
                 raise KeyboardInterrupt     # a Ctrl-C that a finalizer swallowed (session.on_ctrl_c)
