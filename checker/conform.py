@@ -94,7 +94,6 @@ A toy model and an implementation of it that agree::
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -105,11 +104,14 @@ from checker.divergence import (EXTRA, INITIAL, KINDS, RAISED, REFUSED, SETTLED,
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.fingerprint import fingerprint_fn
+from checker.fromstate import from_state
 from checker.graph import explore  # noqa: F401 - explore: the doctests
 from checker.imports import import_ref
 from checker.model import Action, Model, State, plain
 from checker.observation import canonical, diff, view
-from checker.result import Violation
+from checker.result import INTERRUPTED, CheckResult, Violation
+from checker.search import SAMPLE_SIZE, Search, Settings, Visitor
+from checker.shrink import shrink
 from checker.trace import action_from_json, action_to_json, write_trace
 from checker.traceschema import loads
 
@@ -181,6 +183,7 @@ class Harness:
         self.steps = 0          # implementation steps taken, over every run (a cost measure)
         self.runs = 0
         self.probes = 0         # enabled() questions about actions the model does not enable
+        self.sample_left = SAMPLE_SIZE   # successors whose contract is still to check (Harness.search)
 
     @property
     def _fp(self) -> Callable[[State], int]:
@@ -240,29 +243,31 @@ class Harness:
     def quiet_observations(self, state: State, own: set) -> list:
         """The observations (canonical, with the observation) of the states the model
         reaches from ``state`` by actions named in ``own`` alone, where none of them is
-        enabled: where a system left alone can come to rest."""
-        fp = self._fp
-        key = fp(state)
+        enabled: where a system left alone can come to rest.  A search of the
+        model's view from ``state`` (checker.fromstate) by the search core."""
+        key = self._fp(state)
         if key in self.quiet:
             return self.quiet[key]
-        seen, todo, out = {key}, deque([state]), {}
-        while todo:
-            st = todo.popleft()
-            moves = [a for a in self.enabled_in_model(st, "settling") if a.name in own]
-            if not moves:
-                obs = self.observe_model(st, "settling")
-                out.setdefault(canonical(obs), obs)
-            for a in moves:
-                nxt = self.next_state(st, a, f"settling, {a}")
-                h = fp(nxt)
-                if h not in seen:
-                    if len(seen) >= SETTLE_LIMIT:
-                        raise ModelError(f"settling explored more than {SETTLE_LIMIT} model states from one state "
-                                         f"by the implementation's own actions ({', '.join(sorted(own))})")
-                    seen.add(h)
-                    todo.append(nxt)
-        self.quiet[key] = list(out.items())
+        quiet = _Quiet(self)
+        result = self.search(from_state(self.model, state, own), SETTLE_LIMIT, None, quiet)
+        if not result.stats.complete:
+            raise ModelError(f"settling explored more than {SETTLE_LIMIT} model states from one state "
+                             f"by the implementation's own actions ({', '.join(sorted(own))})")
+        self.quiet[key] = list(quiet.out.items())
         return self.quiet[key]
+
+    def search(self, view: Model, max_states: int | None, max_depth: int | None, visitor: Visitor) -> CheckResult:
+        """Run the search core on ``view`` with ``visitor``, deadlocks unchecked.
+        The model's contract (types, determinism) is checked on the first
+        successors of all of this harness's searches, as in one search."""
+        search = Search(view, [], Settings(max_states=max_states, max_depth=max_depth, check_deadlock=False),
+                        visitor)
+        search.sample_left = self.sample_left
+        result = search.run()
+        self.sample_left = search.sample_left
+        if result.stats.stopped_by == INTERRUPTED:
+            raise KeyboardInterrupt   # the core ends a search at Ctrl-C; conformance stops
+        return result
 
     # -- both sides
     def run(self, actions: Sequence[Action], init: State | None = None, *, source: str = "") -> Divergence | None:
@@ -374,101 +379,16 @@ class Harness:
         return diverge(SETTLED, i, changes)
 
 
-# ----------------------------------------------------------------------- shrinking
+class _Quiet(Visitor):
+    """The observations of the dead ends of a settling search, in visit order."""
 
-def shrink(harness: Harness, found: Divergence, search_budget: int = 2000) -> Divergence:
-    """The shortest diverging path that can be found from ``found``, with ``original``
-    set to ``found``.  Deterministic.
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+        self.out: dict[str, Any] = {}
 
-    First, delta debugging over the steps of ``found.actions``: drop chunks of steps
-    (halves, quarters, ... single steps) while what is left is still legal in the
-    model and still diverges (at any step: the path is cut there), until no single
-    step can be dropped.  Dropping steps cannot turn ``Replicate(follower=0)`` into
-    ``Replicate(follower=1)`` after a dropped failover, so the result is only
-    1-minimal; second, a breadth-first search of the model's states from the same
-    initial state (one path per state, at most ``search_budget`` replays) looks for a
-    shorter diverging path.  It finds the shortest one whenever the implementation's
-    behaviour depends only on the model state a path reaches; whatever it finds is
-    replayed, so a reported path always diverges."""
-    probed, harness.probed = harness.probed, None    # a candidate is probed in every state
-    try:
-        return _shrink(harness, found, search_budget)
-    finally:
-        harness.probed = probed
-
-
-def _shrink(harness: Harness, found: Divergence, search_budget: int) -> Divergence:
-    init = found.init
-    best = found
-    cur = list(found.actions)
-    tried: set[tuple] = set()
-    runs0 = harness.runs
-
-    def attempt(cand: list[Action]) -> Divergence | None:
-        key = tuple(cand)
-        if key in tried:
-            return None
-        tried.add(key)
-        if not harness.fits(cand, init):
-            return None
-        return harness.run(cand, init, source=found.source)
-
-    if best.actions:
-        size = max(1, len(cur) // 2)
-        while size >= 1 and cur:
-            changed = False
-            i = 0
-            while i < len(cur):
-                cand = cur[:i] + cur[i + size:]
-                d = attempt(cand)
-                if d is not None:
-                    best, cur, changed = d, list(d.actions), True
-                else:
-                    i += size
-            if changed and size > 1:
-                size = min(size, max(1, len(cur) // 2))
-            elif not changed and size == 1:
-                break
-            elif not changed:
-                size //= 2
-            # changed at size 1: another pass at size 1, until nothing can be dropped
-        shorter = _search(harness, init, len(best.actions) - 1, search_budget, found.source)
-        if shorter is not None:
-            best = shorter
-    best.original = found
-    best.replays = harness.runs - runs0
-    return best
-
-
-def _search(harness: Harness, init: State, max_len: int, budget: int, source: str) -> Divergence | None:
-    """Breadth-first over model states (the first path to each), replaying each path on
-    a fresh implementation: the first that diverges within ``max_len`` steps."""
-
-    if max_len < 1 or budget < 1:
-        return None
-    fp = fingerprint_fn(harness.model)
-    seen = {fp(init)}
-    frontier: list[tuple[State, tuple]] = [(init, ())]
-    runs = 0
-    for depth in range(1, max_len + 1):
-        nxt = []
-        for state, path in frontier:
-            for a in harness.enabled_in_model(state, f"step {depth}"):
-                t = harness.next_state(state, a, f"step {depth}")
-                h = fp(t)
-                if h in seen:
-                    continue
-                seen.add(h)
-                cand = path + (a,)
-                d = harness.run(cand, init, source=source)
-                runs += 1
-                if d is not None:
-                    return d
-                if runs >= budget:
-                    return None
-                nxt.append((t, cand))
-        frontier = nxt
-    return None
+    def dead_end(self, fp: int, state: State) -> None:
+        obs = self.harness.observe_model(state, "settling")
+        self.out.setdefault(canonical(obs), obs)
 
 
 def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: str,

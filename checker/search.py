@@ -97,7 +97,10 @@ class Visitor:
     parent's fingerprint); ``transition(src_fp, action, dst_fp)`` for every
     transition generated, in exploration order, after ``state`` for the
     destination if it was new; ``unexpanded(fp)`` for a state outside the model's
-    boundary.  A visitor may raise to stop the search (a UsageError for a limit)."""
+    boundary; ``dead_end(fp, state)`` for a state inside it where no action is
+    enabled, terminal or not, at most once per state and in visit order (a
+    deadlock is still reported as one).  A visitor may raise to stop the search
+    (a UsageError for a limit)."""
 
     def state(self, fp: int, state: State, depth: int, parent: int | None) -> None:
         pass
@@ -106,6 +109,9 @@ class Visitor:
         pass
 
     def unexpanded(self, fp: int) -> None:
+        pass
+
+    def dead_end(self, fp: int, state: State) -> None:
         pass
 
 
@@ -315,6 +321,7 @@ class Search(ModelCalls):
             self.level = depth
             self.stored_at_level = len(visited)
             if max_depth is not None and depth >= max_depth:
+                self.sample_left = sample
                 self._boundary_level(frontier, depth)
                 return
             if handoff is not None and len(frontier) > handoff:
@@ -359,6 +366,8 @@ class Search(ModelCalls):
                 if sample:
                     self.check_actions(s, acts, depth)
                 if not acts:
+                    if visitor is not None:
+                        visitor.dead_end(sfp, s)
                     if self.check_deadlock:
                         self._dead_end(sfp, s, depth)
                     continue
@@ -439,6 +448,7 @@ class Search(ModelCalls):
             frontier = nxt
             depth = d1
         self.nxt = []
+        self.sample_left = sample
 
     # -- rare paths -------------------------------------------------------------------
 
@@ -462,9 +472,13 @@ class Search(ModelCalls):
             if acts:
                 self.cut = True
                 if not self.check_deadlock or DEADLOCK in self.found_names:
-                    return
-            elif self.check_deadlock:
-                self._dead_end(sfp, s, depth)
+                    if self.visitor is None:
+                        return
+            else:
+                if self.visitor is not None:
+                    self.visitor.dead_end(sfp, s)
+                if self.check_deadlock:
+                    self._dead_end(sfp, s, depth)
 
     def _dead_end(self, sfp, s, depth) -> None:
         if DEADLOCK in self.found_names:

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from checker.config import resolve
+from checker.errors import ModelError
 from checker.conform import (
     EXTRA, INITIAL, RAISED, REFUSED, SETTLED, STATE, Harness, NotInModel, covering_set, fewest_steps, random_walks, save,
     shrink,
 )
 from checker.graph import explore
 from checker.model import action
+from checker.search import SAMPLE_SIZE
 from checker.trace import load_trace
 from tests import cli_support, toys
 from tests.conform_toys import FAMILY, PairSystem
@@ -214,6 +216,31 @@ def test_settling_must_end_where_the_model_can_come_to_rest():
             raise RuntimeError("did not settle")
     d = Harness(model, Crashes, cfg, settle=True).run([APPEND])
     assert (d.kind, d.step) == (RAISED, 1) and "while it settled after the last step" in d.detail
+
+
+def test_settling_is_a_search_of_the_core_with_its_limit_and_its_model_errors(monkeypatch):
+    """Settling runs the search core on the model's view from the last state
+    (checker.fromstate): a model that raises there fails as it fails in kmc check,
+    and a settling search beyond the limit is a model error that says so."""
+    cfg = resolve(FAMILY, "tiny", {})
+    model = FAMILY.build(cfg)
+    h = Harness(model, Settling, cfg, settle=True)
+    assert h.run([APPEND]) is None and h.sample_left < SAMPLE_SIZE   # the contract was checked on its successors
+
+    class Raises(type(model)):
+        def next_state(self, s, a):
+            if a.name.startswith("Replicate"):
+                raise KeyError("boom")
+            return super().next_state(s, a)
+    broken = FAMILY.build(cfg)
+    broken.__class__ = Raises
+    with pytest.raises(ModelError, match=r"model error: next_state\(state, action\) raised KeyError: 'boom' for "
+                                         r"action Replicate"):
+        Harness(broken, Settling, cfg, settle=True).run([APPEND])
+
+    monkeypatch.setattr("checker.conform.SETTLE_LIMIT", 1)
+    with pytest.raises(ModelError, match="settling explored more than 1 model states from one state"):
+        Harness(model, Settling, cfg, settle=True).run([APPEND])
 
 
 def test_initial_state_divergence():

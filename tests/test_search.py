@@ -21,7 +21,7 @@ from checker.errors import ModelError, UsageError
 from checker.graph import GraphBuilder, explore
 from checker.liveness import CheckRun
 from checker.model import Model, action, always, eventually
-from checker.search import SAMPLE_SIZE, Search, Settings
+from checker.search import SAMPLE_SIZE, Search, Settings, Visitor
 from tests.liveness_toys import Flap, Grant, Relay
 from tests.toys import DieHard, Graph, Grid
 
@@ -164,6 +164,27 @@ def test_a_visitor_may_stop_the_search():
     with pytest.raises(UsageError, match="enough"):
         bfs.check(Grid(2), visitor=Stop())
     assert gc.isenabled()
+
+
+def test_a_visitor_sees_every_dead_end_once_in_visit_order_deadlock_or_not():
+    """``dead_end`` (what conformance's settling collects) is called for a state
+    inside the boundary with no action, terminal or not, and at max_depth too."""
+    class Ends(Visitor):
+        def __init__(self):
+            self.seen = []
+
+        def dead_end(self, fp, state):
+            self.seen.append(state)
+
+    g = Graph({"a": [("x", "b"), ("y", "c"), ("z", "e")], "b": [("w", "d")], "c": [], "e": []},
+              terminal=("c",))
+    ends = Ends()
+    r = Search(g, [], Settings(keep_going=True), ends).run()
+    assert ends.seen == ["c", "e", "d"]                      # c terminal; e and d are deadlocks
+    assert [v.property for v in r.violations] == ["Deadlock"]
+    ends = Ends()
+    Search(g, [], Settings(max_depth=1, check_deadlock=False), ends).run()
+    assert ends.seen == ["c", "e"]                           # b is cut by the bound, not a dead end
 
 
 def test_unknown_actions_are_still_rejected_with_a_builder():
