@@ -8,6 +8,11 @@ local engine and Spark executors agree).
 ``model.encode`` defaults to ``repr(state).encode()``, which is canonical only for
 plain values; ``validate_state`` checks that a state is made of tuples (NamedTuples
 included), ints, bools, str and None, and names the first offending value.
+
+A model whose states are a few small ints may give its own fingerprint instead
+(``Model.exact_fingerprint``: an int in the signed 64-bit range, one per state),
+which costs a few operations where the digest costs more than such a model's
+``next_state``; every function here then returns it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,11 @@ _MASK = (1 << 64) - 1
 
 
 def fingerprint(model: Any, state: Any) -> int:
-    """The signed 64-bit fingerprint of ``state`` under ``model.encode``."""
+    """The signed 64-bit fingerprint of ``state`` under ``model.encode`` (or the
+    model's ``exact_fingerprint``, checked, when it has one)."""
+    exact = exact_fingerprint_fn(model)
+    if exact is not None:
+        return checked_exact(exact(state))
     return int.from_bytes(_blake2b(model.encode(state), digest_size=8).digest(), "little", signed=True)
 
 
@@ -225,6 +234,27 @@ def state_canon_fn(model: Any) -> Callable[[Any], tuple[str, Any]] | None:
     return canon
 
 
+FP_MIN, FP_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def exact_fingerprint_fn(model: Any) -> Callable[[Any], int] | None:
+    """The model's ``exact_fingerprint`` (checker.model.Model), or None: the hot
+    loops call it as it is; :func:`fingerprint_fn` wraps it with the check of
+    what it returns."""
+    fn = getattr(model, "exact_fingerprint", None)
+    return fn if callable(fn) else None
+
+
+def checked_exact(value: Any) -> int:
+    """``value`` if it is a fingerprint (an int in the signed 64-bit range),
+    else a ModelError that says what ``exact_fingerprint`` must return."""
+    if type(value) is not int or not FP_MIN <= value <= FP_MAX:
+        raise ModelError(f"exact_fingerprint(state) returned {value!r} ({type(value).__name__}); it must return an "
+                         f"int in the signed 64-bit range, one per state: fix it, or remove it to have blake2b "
+                         f"digests of encode(state)")
+    return value
+
+
 def fingerprint_fn(model: Any, rep: Callable[[Any], str] | None = None) -> Callable[[Any], int]:
     """The fingerprint function of ``model``, one call per state: every engine, the
     graph builder and conformance use this one, so they agree on every state.
@@ -233,8 +263,13 @@ def fingerprint_fn(model: Any, rep: Callable[[Any], str] | None = None) -> Calla
     gets a function that skips the method call, and builds the ``repr`` with
     :func:`state_repr_fn` (the very same string: cheaper where the model promises
     ``equal_states_encode_equally``, plain ``repr`` otherwise).  ``rep``: that
-    function, made already by the caller, so that one memo of parts serves both."""
-    if repr_encoded(model):
+    function, made already by the caller, so that one memo of parts serves both.
+    A model with an ``exact_fingerprint`` gets that, checked."""
+    exact = exact_fingerprint_fn(model)
+    if exact is not None:
+        def fp(state: Any, _x=exact, _c=checked_exact) -> int:
+            return _c(_x(state))
+    elif repr_encoded(model):
         def fp(state: Any, _b=_blake2b, _f=int.from_bytes, _r=rep or state_repr_fn(model)) -> int:
             return _f(_b(_r(state).encode(), digest_size=8).digest(), "little", signed=True)
     else:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from checker.fingerprint import repr_encoded
+from checker.fingerprint import exact_fingerprint_fn, repr_encoded
 from checker.model import Action, Model, State
 
 __all__ = ["FromState", "from_state"]
@@ -34,7 +34,7 @@ __all__ = ["FromState", "from_state"]
 class FromState(Model):
     """``model`` whose one initial state is ``start`` and whose actions are those
     of ``model`` named in ``keep`` (all of them when ``keep`` is None).  It keeps the
-    model's encoding, its ``equal_states_encode_equally`` promise and its
+    model's encoding (or exact fingerprint), its ``equal_states_encode_equally`` promise and its
     ``describe``, so that its states have the model's fingerprints and read as
     the model's in an error; it does not keep the model's boundary or
     terminal states, which are the search's business, not this view's."""
@@ -44,6 +44,9 @@ class FromState(Model):
         self.name = getattr(model, "name", type(model).__name__)
         if getattr(model, "equal_states_encode_equally", False):
             self.equal_states_encode_equally = True
+        exact = exact_fingerprint_fn(model)
+        if exact is not None:
+            self.exact_fingerprint = exact
 
     def init_states(self) -> Iterable[State]:
         return [self.start]

@@ -166,6 +166,21 @@ class Model:
     to one of the last ~10^5 it encoded by hashing it, several times cheaper than
     ``repr`` (:mod:`checker.search`).  Counts and verdicts do not change."""
 
+    exact_fingerprint: Callable[[State], int] | None = None
+    """Optional: ``exact_fingerprint(state)``, the state's fingerprint given by the
+    model, an int in the signed 64-bit range that no other reachable state of the
+    model has (e.g. ``x << 20 | y`` for two counters below 2**20).  By default
+    (None) a fingerprint is a 64-bit blake2b digest of ``encode(state)``, which
+    costs more than the whole ``next_state`` of a model whose states are a few
+    small ints.  Every engine, the graph builder, conformance, traces and
+    checkpoints then use this function instead: counts, depths, verdicts and the
+    steps of every counterexample stay those of the digest (a digest may
+    collide; an exact fingerprint does not), only the fingerprints change, so a
+    trace or checkpoint written before the model had the hook no longer matches
+    it.  A promise, as ``encode`` is: two different states with one fingerprint
+    are one state to the search; the first 1,000 successors of a search check
+    that it returns such an int (:mod:`checker.fingerprint`)."""
+
     partition_key: Callable[[State], Any] | None = None
     """Optional: ``partition_key(state)``, the part of a state that places it on a
     Spark partition.  By default (None) the Spark engine places a state by its

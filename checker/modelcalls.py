@@ -16,7 +16,7 @@ import json
 from typing import Callable
 
 from checker.errors import ModelError
-from checker.fingerprint import format_fingerprint, validate_state
+from checker.fingerprint import exact_fingerprint_fn, format_fingerprint, validate_state
 from checker.model import Action, Model, State
 from checker.result import Step
 
@@ -90,6 +90,13 @@ class ModelCalls:
             validate_state(t, "next state", self.__dict__.setdefault("validated", {}))   # id -> tuple
         except ModelError as e:
             raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
+        if exact_fingerprint_fn(self.model) is not None:
+            try:
+                self.fp(t)      # checked: an int in the signed 64-bit range
+            except ModelError as e:
+                raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
+            except Exception as e:
+                raise self.error("exact_fingerprint(state)", t, depth + 1, e, via=a) from e
         try:
             again = self.model.next_state(s, a)
         except Exception as e:
@@ -103,8 +110,11 @@ class ModelCalls:
     def encode_fp(self, s, depth, act, where) -> int:
         try:
             return self.fp(s)
+        except ModelError as e:    # an exact fingerprint out of its range
+            raise ModelError(f"{e} (state from {where})") from None
         except Exception as e:
-            raise self.error(f"encode(state) (state from {where})", s, depth, e, act=act) from e
+            call = "exact_fingerprint(state)" if exact_fingerprint_fn(self.model) is not None else "encode(state)"
+            raise self.error(f"{call} (state from {where})", s, depth, e, act=act) from e
 
     def error(self, call, state, depth, exc, act=None, via=None) -> ModelError:
         """``act``: the action taken from ``state``; ``via``: the action that reached it."""

@@ -74,7 +74,7 @@ from typing import Sequence
 
 from checker.coverage import Coverage
 from checker.errors import ModelError
-from checker.fingerprint import fingerprint_fn, state_repr_fn, validate_state
+from checker.fingerprint import exact_fingerprint_fn, fingerprint_fn, state_repr_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.modelcalls import ModelCalls, describe_state, replay_chain
 from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
@@ -298,6 +298,7 @@ class Search(ModelCalls):
         within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
         enc = None if getattr(type(model), "encode", None) is Model.encode else model.encode
         b2, from_bytes, rep = blake2b, int.from_bytes, self.rep
+        exact = exact_fingerprint_fn(model)     # the model's own fingerprint, if it gives one
         cap = self.max_states if self.max_states is not None else sys.maxsize
         max_depth = self.max_depth
         state_checks = self.state_checks
@@ -386,10 +387,14 @@ class Search(ModelCalls):
                     h = None if recent is None else recent_get(t)
                     if h is None:
                         try:
-                            h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                                           "little", signed=True)
+                            if exact is not None:
+                                h = exact(t)
+                            else:
+                                h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                               "little", signed=True)
                         except Exception as e:
-                            raise self.error("encode(state)", t, d1, e, via=a) from e
+                            raise self.error("exact_fingerprint(state)" if exact is not None else "encode(state)",
+                                             t, d1, e, via=a) from e
                         if recent is not None:
                             if len(recent) >= RECENT_LIMIT:
                                 recent.clear()

@@ -25,7 +25,8 @@ from checker.search import Settings
 from checker.spark import check
 from tests.spark_support import same, spark_module, summary
 from tests.test_bfs import Flaky, SetActions
-from tests.toys import Chain, DieHard, Glitch, Graph, Grid, PlacedGraph, Raising, SetState, Unbounded, Vacuous
+from tests.toys import (Chain, DieHard, ExactDieHard, ExactGrid, Glitch, Graph, Grid, PlacedGraph, Raising, SetState,
+                        Unbounded, Vacuous)
 
 pytestmark = pytest.mark.spark
 
@@ -43,9 +44,10 @@ def spark_check(model, **kwargs):
 @pytest.mark.parametrize("make", [
     lambda: Grid(3), lambda: DieHard(), lambda: DieHard(solve=True), lambda: Chain(3),
     lambda: Chain(3, terminal=True), lambda: Glitch(5, 3), lambda: Grid(4, 3), lambda: Unbounded(5),
-    lambda: Vacuous(2), lambda: Grid(2, corner_terminal=False),
+    lambda: Vacuous(2), lambda: Grid(2, corner_terminal=False), lambda: ExactGrid(4, 3),
+    lambda: ExactDieHard(solve=True),
 ], ids=["grid", "diehard", "diehard-solve", "chain-deadlock", "chain-terminal", "glitch-step", "grid-sum",
-        "unbounded", "vacuous", "grid-corner-deadlock"])
+        "unbounded", "vacuous", "grid-corner-deadlock", "exact-grid-sum", "exact-diehard-solve"])
 def test_toys_same_answers(sc, make):
     local, spark = same(make(), sc)
     assert spark.stats.distinct > 0

@@ -331,6 +331,23 @@ class SetState(Model):
 TOYS = ("diehard", "grid", "chain", "glitch", "raise", "vacuous", "unbounded")
 
 
+class ExactGrid(Grid):
+    """The grid with its own fingerprints (Model.exact_fingerprint): x and y below 2**11."""
+
+    def exact_fingerprint(self, s):
+        return s.x << 11 | s.y
+
+
+class ExactDieHard(DieHard):
+    def exact_fingerprint(self, s):
+        return s.small << 4 | s.big
+
+
+class ExactChain(Chain):
+    def exact_fingerprint(self, s):
+        return s
+
+
 class ToysFamily(ModelFamily):
     """The toy models as one family, for CLI tests: ``--model tests.toys:FAMILY``."""
 
@@ -341,6 +358,8 @@ class ToysFamily(ModelFamily):
         "k": Parameter("k", -1, "grid: add the invariant x + y != k (-1: no such invariant)", minimum=-1, maximum=2000),
         "solve": Parameter("solve", False, "diehard: add the invariant BigNot4 (violated: the puzzle's solution)"),
         "terminal": Parameter("terminal", False, "chain: the last state is terminal (else it deadlocks)"),
+        "exact": Parameter("exact", False, "diehard, grid, chain: the model gives its own exact fingerprints "
+                                           "(Model.exact_fingerprint) instead of blake2b digests"),
     }
     presets = {
         "tiny": Preset("tiny", "a 3x3 grid: 9 states, everything holds", {"toy": "grid", "n": 2}),
@@ -355,13 +374,14 @@ class ToysFamily(ModelFamily):
     def build(self, config: Mapping[str, Any]) -> Model:
         toy = config.get("toy", "diehard")
         n = config.get("n", 3)
+        exact = bool(config.get("exact", False))
         if toy == "diehard":
-            return DieHard(solve=bool(config.get("solve", False)))
+            return (ExactDieHard if exact else DieHard)(solve=bool(config.get("solve", False)))
         if toy == "grid":
             k = config.get("k", -1)
-            return Grid(n, None if k < 0 else k)
+            return (ExactGrid if exact else Grid)(n, None if k < 0 else k)
         if toy == "chain":
-            return Chain(n, terminal=bool(config.get("terminal", False)))
+            return (ExactChain if exact else Chain)(n, terminal=bool(config.get("terminal", False)))
         if toy == "glitch":
             if n < 1:
                 raise ValueError("toy=glitch needs n >= 1")

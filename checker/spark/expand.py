@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from checker.errors import ModelError
+from checker.fingerprint import exact_fingerprint_fn
 from checker.search import RECENT_LIMIT
 from checker.spark.tasks import (
     CHUNK, EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, REACHED, TAG_CAND,
@@ -89,6 +90,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     recent_get = recent.get if recent is not None else None
     b2, rep = blake2b, search.rep    # rep: repr of a state, cheaper (checker.fingerprint.state_repr_fn)
     canon = ctx.canon    # the same repr, and a copy of the state that pickles its parts' values once
+    exact = exact_fingerprint_fn(model)    # the model's own fingerprint, if it gives one (no repr, no copy)
     from_bytes = int.from_bytes
     pack = _PACK
     level = params["level"]
@@ -231,15 +233,17 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
             if h is None:
                 encoded += 1
                 try:
-                    if canon is not None:
+                    if exact is not None:
+                        h = exact(t)
+                    elif canon is not None:
                         text, c = canon(t)
                         h = from_bytes(b2(text.encode(), digest_size=8).digest(), "little", signed=True)
                     else:
                         h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                        "little", signed=True)
                 except Exception as e:  # noqa: BLE001
-                    keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
-                                         error_text(search.error("encode(state)", t, d1, e, via=a))))
+                    keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, error_text(search.error(
+                        "exact_fingerprint(state)" if exact is not None else "encode(state)", t, d1, e, via=a))))
                     break
                 if recent is not None:
                     if len(recent) >= RECENT_LIMIT:
