@@ -32,11 +32,12 @@ run: $(STAMP) java
 	$(BIN)/kmc check --preset default --engine spark --report build/run-report.html --force
 
 # Two workers, one a core; a test file stays on one worker (its module fixtures are built
-# once, and the docs blocks that share the checkout's files run in order).
+# once, and the docs blocks that share the checkout's files run in order).  The files
+# are handed out longest first (tests/conftest.py), not by their number of tests.
 JOBS ?= 2
 
 test: $(STAMP) java zookeeper chromium
-	$(BIN)/python -m pytest -m "" -n $(JOBS) --dist loadfile --durations=60 --doctest-modules checker spec impl tests
+	$(BIN)/python -m pytest -m "" -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=60 --doctest-modules checker spec impl tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/presets.py
