@@ -126,6 +126,7 @@ def test_a_full_disk_during_checkpoint_is_one_line(tmp_path):
     assert _log_of(line).exists()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")   # the swallowed Ctrl-C, on purpose
 def test_a_ctrl_c_that_a_finalizer_swallows_is_still_counted():
     """Python raises a Ctrl-C's KeyboardInterrupt wherever the main thread is; in a
     finalizer (Py4J's weakref callbacks) it is printed as "Exception ignored" and
