@@ -215,9 +215,18 @@ def checker_at(rev: str, into: Path, model: bool = False) -> Path:
     """``checker/`` of commit ``rev`` (and ``spec/`` with ``model``), extracted under ``into``."""
     repo = os.environ.get("KMC_BENCH_GIT", str(ROOT))    # a copy of the tree outside its repository
     tar = subprocess.run(["git", "-C", repo, "archive", rev, "checker", *(["spec"] if model else [])],
-                         capture_output=True, check=True)
+                         capture_output=True)
+    if tar.returncode:
+        usage_error(f"--before {rev}: git archive could not extract it ({tar.stderr.decode().strip()[-200:]}); "
+                    f"name a commit of this repository, or pass --no-before")
     subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True)
     return into
+
+
+def usage_error(message: str) -> None:
+    """A bad flag: one line on stderr, with the command as given, and exit status 2."""
+    print(f"benchmark: {message} (reproduce: python benchmarks/engine.py {' '.join(sys.argv[1:])})", file=sys.stderr)
+    sys.exit(2)
 
 
 def env_with(first: Path | None) -> dict:
@@ -282,6 +291,9 @@ def main() -> None:
     MODEL["ref"] = args.model
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
     old = None if args.no_before else checker_at(args.before, tmp, args.before_model)
+    if old is not None and args.split_before and not (old / "checker" / "search.py").exists():
+        usage_error(f"--split-before needs a 'before' checker with checker/search.py (the search core), which "
+                    f"{args.before} does not have: pass --before 5d4989d or a later commit")
     new_env, old_env = env_with(None), env_with(old)
 
     if args.spark_only:
