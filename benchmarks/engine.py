@@ -34,8 +34,10 @@ each Spark column N times, interleaved.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -290,6 +292,7 @@ def main() -> None:
     args = ap.parse_args()
     MODEL["ref"] = args.model
     tmp = Path(tempfile.mkdtemp(prefix="kmc-before-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)    # the extracted 'before' checker, gone at the end
     old = None if args.no_before else checker_at(args.before, tmp, args.before_model)
     if old is not None and args.split_before and not (old / "checker" / "search.py").exists():
         usage_error(f"--split-before needs a 'before' checker with checker/search.py (the search core), which "

@@ -40,3 +40,13 @@ def test_an_unknown_before_commit_is_a_one_line_error(tmp_path):
     r = bench("--before", "nosuchrev", "tiny", repo=old_checker(tmp_path))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "--before nosuchrev: git archive could not extract it" in r.stderr and "--no-before" in r.stderr
+
+
+def test_the_extracted_checker_is_removed_on_the_way_out(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, KMC_BENCH_GIT=str(old_checker(tmp_path)), TMPDIR=str(scratch))
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "engine.py"), "--before", "HEAD", "--split-before",
+                        "tiny"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert list(scratch.iterdir()) == []
