@@ -262,9 +262,9 @@ class Harness:
         successors of all of this harness's searches, as in one search."""
         search = Search(view, [], Settings(max_states=max_states, max_depth=max_depth, check_deadlock=False),
                         visitor)
-        search.sample_left = self.sample_left
+        search.ledger.sample_left = self.sample_left
         result = search.run()
-        self.sample_left = search.sample_left
+        self.sample_left = search.ledger.sample_left
         if result.stats.stopped_by == INTERRUPTED:
             raise KeyboardInterrupt   # the core ends a search at Ctrl-C; conformance stops
         return result

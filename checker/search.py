@@ -11,9 +11,12 @@ failure the same way.  The split follows Stateright's: the model contract
 (:class:`Visitor`) that sees every stored state and every transition, which is
 how the graph is built during the one search.
 
-Property bookkeeping lives here only: which ``always``, step and ``sometimes``
-properties are still checked, the violations found (``found``), the witnesses'
-depths, and the counterexample paths rebuilt from the parent links.
+Property bookkeeping has one place, the search's :class:`checker.ledger.Ledger`
+(``search.ledger``): which ``always``, step and ``sometimes`` properties are
+still checked, the violations found (``found``), the witnesses' depths, the
+counts and the contract sample left.  The Spark driver hands its own ledger to
+the searches it runs, so the partitions' levels and the core's add up in one
+set of books.  The counterexample paths are rebuilt here, from the parent links.
 
 
 Level by level from the initial states, in the order the model gives them
@@ -66,25 +69,22 @@ off for the search, then restores it.
 from __future__ import annotations
 
 import gc
-import resource
 import sys
 import time
 from hashlib import blake2b
 from typing import Sequence
 
-from checker.coverage import Coverage
 from checker.errors import ModelError
 from checker.fingerprint import exact_fingerprint_fn, fingerprint_fn, state_repr_fn, validate_state
-from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
+from checker.ledger import SAMPLE_SIZE, Ledger, peak_memory, unreached_witnesses
+from checker.model import ALWAYS, Action, Model, Property, State
 from checker.modelcalls import ModelCalls, describe_state, replay_chain
-from checker.result import (BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Stats, Step,
-                            Violation)
+from checker.result import BOUNDED, DEADLOCK, INTERRUPTED, OK, TIME_LIMIT, VIOLATED, CheckResult, Step, Violation
 from checker.settings import Settings
 
-__all__ = ["Settings", "Visitor", "Search", "StopSearch", "replay_chain", "describe_state", "peak_memory",
-           "SAMPLE_SIZE"]
+__all__ = ["Settings", "Visitor", "Search", "StopSearch", "Ledger", "replay_chain", "describe_state", "peak_memory",
+           "SAMPLE_SIZE", "unreached_witnesses"]
 
-SAMPLE_SIZE = 1000      # successors validated (types, determinism) at the start of a search
 PROGRESS_EVERY = 1000   # states expanded between two looks at the clock
 RECENT_LIMIT = 1 << 17  # successors remembered by value (Model.equal_states_encode_equally); then forgotten
 
@@ -120,26 +120,15 @@ class StopSearch(BaseException):
     A BaseException so that no ``except Exception`` on the way can swallow it."""
 
 
-def peak_memory() -> int:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
-
-
-def unreached_witnesses(witnesses: dict) -> list[Violation]:
-    """A ``sometimes`` property never reached by a complete search is reported as a
-    violation: without its witness the always-properties may hold vacuously.  Both
-    engines end their searches with it."""
-    return [Violation(property=name, kind=SOMETIMES, path=[],
-                      message="witness never reached: the always-properties may hold vacuously")
-            for name, at in witnesses.items() if at is None]
-
-
 class Search(ModelCalls):
     """One search of ``model`` for ``props`` under ``settings``; :meth:`run` gives
-    the CheckResult.  ``visitor`` (optional) sees every state and transition."""
+    the CheckResult.  ``visitor`` (optional) sees every state and transition.
+    ``ledger`` (optional): the books to keep, a :class:`checker.ledger.Ledger` over
+    the same ``props``, which the search goes on from (the Spark driver passes its
+    own); by default a new one."""
 
     def __init__(self, model: Model, props: Sequence[Property], settings: Settings | None = None,
-                 visitor: Visitor | None = None) -> None:
+                 visitor: Visitor | None = None, ledger: Ledger | None = None) -> None:
         settings = (settings or Settings()).validate()
         self.settings = settings
         self.model = model
@@ -151,40 +140,13 @@ class Search(ModelCalls):
         self.interval = float(settings.progress_interval)
         self.visitor = visitor
 
-        seen: set[str] = set()
-        for p in props:
-            if not isinstance(p, Property):
-                raise ModelError(f"properties must be checker.model.Property objects, got {type(p).__name__}: {p!r}")
-            if p.name in seen or p.name == DEADLOCK:
-                raise ModelError(f"two properties are named {p.name!r} (or it clashes with {DEADLOCK!r}); names must be unique")
-            seen.add(p.name)
-        self.props = {p.name: p for p in props}
-        # Active checks as (name, predicate) lists; a property leaves its list once
-        # it has failed (always) or been witnessed (sometimes).  The hot loop reloads
-        # them after every rare-path call.
-        self.state_checks = [(p.name, p.predicate) for p in props if p.kind == ALWAYS and not p.step]
-        self.step_checks = [(p.name, p.predicate) for p in props if p.kind == ALWAYS and p.step]
-        self.wit_checks = [(p.name, p.predicate) for p in props if p.kind == SOMETIMES]
-        self.witnesses: dict[str, int | None] = {p.name: None for p in props if p.kind == SOMETIMES}
-
+        # The books (counts, what was found, the checks still active): a new
+        # Ledger, or the one a caller keeps across searches (the Spark driver's).
+        self.ledger = Ledger(props) if ledger is None else ledger
         self.visited: dict[int, tuple[int | None, int]] = {}
-        self.counts: dict[str, int] = {}
-        # Coverage (checker.coverage): per action name, the expanded states that enable it
-        # and the transitions that led to a new state; ``counts`` is the transitions taken.
-        self.enabled_counts: dict[str, int] = {}
-        self.new_counts: dict[str, int] = {}
-        self.levels: list[dict] = []          # per BFS level: frontier, new, distinct, seconds
-        self.found: list[tuple] = []          # (name, kind, fp, step-extra, message) in order found
-        self.found_names: set[str] = set()
-        self.level = 0                        # depth of the level being expanded
         self.nxt: list = []                   # next frontier (for progress lines)
-        self.stored_at_level = sys.maxsize    # distinct states stored when the level began
         self.frontier_iter = None             # rest of the level, for the deadlock scan
-        self.cut = False                      # a bound cut the search
         self.handoff: list | None = None      # the level explore(handoff=) stopped before
-        self.sample_left = SAMPLE_SIZE        # successors still to validate at the handoff
-        self.stopped = False                  # stopped at the first violation
-        self.stopped_by: str | None = None    # TIME_LIMIT or INTERRUPTED (Stats.stopped_by)
         self.rep = state_repr_fn(model)                # repr, cheaper (checker.fingerprint)
         self.fp = fingerprint_fn(model, self.rep)     # one memo of parts for both
         self.start = time.perf_counter()
@@ -206,34 +168,18 @@ class Search(ModelCalls):
         except KeyboardInterrupt:
             # Ctrl-C ends the search as a bound does: the caller gets how far it went
             # (kmc check prints the summary, then exits 130).
-            self.cut = True
-            self.stopped_by = INTERRUPTED
+            self.ledger.cut = True
+            self.ledger.stopped_by = INTERRUPTED
         finally:
             if collecting:
                 gc.enable()
                 gc.unfreeze()
-        seconds = time.perf_counter() - self.start
-        complete = not (self.cut or self.stopped)
-        # Every state stored after the current level began is one level deeper.
-        depth = self.level + (1 if len(self.visited) > self.stored_at_level else 0)
-
-        violations = [self.violation(*rec) for rec in self.found]
+        led = self.ledger
+        stats = led.stats(len(self.visited), time.perf_counter() - self.start, led.levels)
+        violations = [self.violation(*rec) for rec in led.found]
+        complete = stats.complete
         if complete:
-            violations += unreached_witnesses(self.witnesses)
-        stats = Stats(
-            distinct=len(self.visited),
-            generated=sum(self.counts.values()),
-            depth=depth,
-            seconds=seconds,
-            states_per_second=len(self.visited) / seconds if seconds > 0 else 0.0,
-            peak_memory_bytes=peak_memory(),
-            action_counts=dict(self.counts),
-            witnesses=dict(self.witnesses),
-            complete=complete,
-            coverage=Coverage(dict(self.enabled_counts), dict(self.counts), dict(self.new_counts)),
-            levels=list(self.levels),
-            stopped_by=self.stopped_by,
-        )
+            violations += unreached_witnesses(led.witnesses)
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         return CheckResult(verdict, violations, stats)
 
@@ -259,7 +205,7 @@ class Search(ModelCalls):
             if h in visited:
                 continue
             if cap is not None and len(visited) >= cap:
-                self.cut = True
+                self.ledger.cut = True
                 raise StopSearch
             visited[h] = (None, i)
             if self.visitor is not None:
@@ -270,9 +216,9 @@ class Search(ModelCalls):
 
     def _new_state(self, t, h, depth) -> None:
         """Checks on a state stored for the first time (slow path, initial states)."""
-        if self.wit_checks:
+        if self.ledger.wit_checks:
             self._witness(t, depth)
-        for name, pred in self.state_checks:
+        for name, pred in self.ledger.state_checks:
             if not self.call_pred(name, pred, (t,), t, depth, None):
                 self._state_failures(t, h, depth)
                 break
@@ -283,15 +229,18 @@ class Search(ModelCalls):
         """Expand ``frontier`` (the level at ``depth``, the initial one by default)
         level by level.  ``handoff``: stop before expanding a level of more than
         that many states, leaving it in ``self.handoff`` (``(fp, state)`` in BFS
-        order) and the successors still to validate in ``self.sample_left``: the
+        order); the books (counts, what was found, the checks still active, the
+        successors still to validate) are in ``self.ledger`` however it ends.  The
         Spark engine runs its narrow levels here and the wide ones on its
-        partitions (it then sets ``visited``, ``counts``, the active checks and
-        the rest of the bookkeeping before calling this)."""
+        partitions: it gives the search its own ledger and sets ``visited`` before
+        calling this."""
         model = self.model
         visited = self.visited
-        counts = self.counts
+        counts = self.ledger.counts
         cget = counts.get
-        ecounts, ncounts = self.enabled_counts, self.new_counts
+        ecounts, ncounts = self.ledger.enabled_counts, self.ledger.new_counts
+        if ecounts is None or ncounts is None:
+            ecounts, ncounts = {}, {}   # books resumed without coverage: it stays n/a
         eget, nget = ecounts.get, ncounts.get
         actions = model.actions
         next_state = model.next_state
@@ -301,9 +250,9 @@ class Search(ModelCalls):
         exact = exact_fingerprint_fn(model)     # the model's own fingerprint, if it gives one
         cap = self.max_states if self.max_states is not None else sys.maxsize
         max_depth = self.max_depth
-        state_checks = self.state_checks
-        step_checks = self.step_checks
-        wit_checks = self.wit_checks
+        state_checks = self.ledger.state_checks
+        step_checks = self.ledger.step_checks
+        wit_checks = self.ledger.wit_checks
         visitor = self.visitor
         # States met recently, by value: a successor equal to one of them has its
         # fingerprint without being encoded.  Only for a model that promises that
@@ -312,148 +261,151 @@ class Search(ModelCalls):
         recent_get = recent.get if recent is not None else None
         on_state = visitor.state if visitor is not None else None
         on_edge = visitor.transition if visitor is not None else None
-        sample = self.sample_left
+        sample = self.ledger.sample_left
         tick = PROGRESS_EVERY
         reporting = self.progress is not None
         deadline = self.deadline
         watching = reporting or deadline is not None
 
-        while frontier:
-            self.level = depth
-            self.stored_at_level = len(visited)
-            if max_depth is not None and depth >= max_depth:
-                self.sample_left = sample
-                self._boundary_level(frontier, depth)
-                return
-            if handoff is not None and len(frontier) > handoff:
-                self.handoff, self.sample_left = frontier, sample
-                return
-            nxt = []
-            self.nxt = nxt
-            append = nxt.append
-            it = iter(frontier)
-            self.frontier_iter = it
-            d1 = depth + 1
-            pos = 0
-            level_start = time.perf_counter()
-            for sfp, s in it:
-                pos += 1
-                tick -= 1
-                if not tick:
-                    tick = PROGRESS_EVERY
-                    if watching:
-                        now = time.perf_counter()
-                        if reporting and now - self.last_report >= self.interval:
-                            self._report(len(frontier) - pos + len(nxt), depth)
-                        if deadline is not None and now >= deadline:
-                            self.cut = True
-                            self.stopped_by = TIME_LIMIT
-                            raise StopSearch
-                if within is not None:
+        # The sample left goes back into the books however the loop ends (a
+        # violation, a bound, a model error): the next search goes on from it.
+        try:
+            while frontier:
+                self.ledger.level = depth
+                self.ledger.stored_at_level = len(visited)
+                if max_depth is not None and depth >= max_depth:
+                    self._boundary_level(frontier, depth)
+                    return
+                if handoff is not None and len(frontier) > handoff:
+                    self.handoff = frontier
+                    return
+                nxt = []
+                self.nxt = nxt
+                append = nxt.append
+                it = iter(frontier)
+                self.frontier_iter = it
+                d1 = depth + 1
+                pos = 0
+                level_start = time.perf_counter()
+                for sfp, s in it:
+                    pos += 1
+                    tick -= 1
+                    if not tick:
+                        tick = PROGRESS_EVERY
+                        if watching:
+                            now = time.perf_counter()
+                            if reporting and now - self.last_report >= self.interval:
+                                self._report(len(frontier) - pos + len(nxt), depth)
+                            if deadline is not None and now >= deadline:
+                                self.ledger.cut = True
+                                self.ledger.stopped_by = TIME_LIMIT
+                                raise StopSearch
+                    if within is not None:
+                        try:
+                            inside = within(s)
+                        except Exception as e:
+                            raise self.error("within_boundary(state)", s, depth, e) from e
+                        if not inside:
+                            if visitor is not None:
+                                visitor.unexpanded(sfp)
+                            continue
                     try:
-                        inside = within(s)
+                        acts = actions(s)
                     except Exception as e:
-                        raise self.error("within_boundary(state)", s, depth, e) from e
-                    if not inside:
-                        if visitor is not None:
-                            visitor.unexpanded(sfp)
-                        continue
-                try:
-                    acts = actions(s)
-                except Exception as e:
-                    raise self.error("actions(state)", s, depth, e) from e
-                if type(acts) is not list and type(acts) is not tuple:
-                    acts = self.as_list(acts, s, depth)
-                if sample:
-                    self.check_actions(s, acts, depth)
-                if not acts:
-                    if visitor is not None:
-                        visitor.dead_end(sfp, s)
-                    if self.check_deadlock:
-                        self._dead_end(sfp, s, depth)
-                    continue
-                for name in {a[0] for a in acts}:
-                    ecounts[name] = eget(name, 0) + 1
-                for i, a in enumerate(acts):
-                    try:
-                        t = next_state(s, a)
-                    except Exception as e:
-                        raise self.error("next_state(state, action)", s, depth, e, act=a) from e
+                        raise self.error("actions(state)", s, depth, e) from e
+                    if type(acts) is not list and type(acts) is not tuple:
+                        acts = self.as_list(acts, s, depth)
                     if sample:
-                        sample -= 1
-                        self.check_successor(s, a, t, depth)
-                    name = a[0]
-                    counts[name] = cget(name, 0) + 1
-                    h = None if recent is None else recent_get(t)
-                    if h is None:
-                        try:
-                            if exact is not None:
-                                h = exact(t)
-                            else:
-                                h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                                               "little", signed=True)
-                        except Exception as e:
-                            raise self.error("exact_fingerprint(state)" if exact is not None else "encode(state)",
-                                             t, d1, e, via=a) from e
-                        if recent is not None:
-                            if len(recent) >= RECENT_LIMIT:
-                                recent.clear()
-                            recent[t] = h
-                    if step_checks:
-                        try:
-                            for chk in step_checks:
-                                if not chk[1](s, a, t):
-                                    break
-                            else:
-                                chk = None
-                        except Exception as e:
-                            raise self.error(f"the predicate of step property {chk[0]!r}", s, depth, e, act=a) from e
-                        if chk is not None:
-                            self._step_failures(s, sfp, i, a, t, h, depth)
-                            step_checks = self.step_checks
-                    if h in visited:
-                        if on_edge is not None:
-                            on_edge(sfp, a, h)
+                        self.check_actions(s, acts, depth)
+                    if not acts:
+                        if visitor is not None:
+                            visitor.dead_end(sfp, s)
+                        if self.check_deadlock:
+                            self._dead_end(sfp, s, depth)
                         continue
-                    if len(visited) >= cap:
-                        self.cut = True
-                        raise StopSearch
-                    visited[h] = (sfp, i)
-                    ncounts[name] = nget(name, 0) + 1
-                    if on_edge is not None:
-                        on_state(h, t, d1, sfp)
-                        on_edge(sfp, a, h)
-                    if wit_checks:
+                    for name in {a[0] for a in acts}:
+                        ecounts[name] = eget(name, 0) + 1
+                    for i, a in enumerate(acts):
                         try:
-                            for chk in wit_checks:
-                                if chk[1](t):
-                                    break
-                            else:
-                                chk = None
+                            t = next_state(s, a)
                         except Exception as e:
-                            raise self.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
-                        if chk is not None:
-                            self._witness(t, d1)
-                            wit_checks = self.wit_checks
-                    if state_checks:
-                        try:
-                            for chk in state_checks:
-                                if not chk[1](t):
-                                    break
-                            else:
-                                chk = None
-                        except Exception as e:
-                            raise self.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
-                        if chk is not None:
-                            self._state_failures(t, h, d1)
-                            state_checks = self.state_checks
-                    append((h, t))
-            self.levels.append({"level": depth, "frontier": len(frontier), "new": len(nxt),
-                                "distinct": len(visited), "seconds": time.perf_counter() - level_start})
-            frontier = nxt
-            depth = d1
+                            raise self.error("next_state(state, action)", s, depth, e, act=a) from e
+                        if sample:
+                            sample -= 1
+                            self.check_successor(s, a, t, depth)
+                        name = a[0]
+                        counts[name] = cget(name, 0) + 1
+                        h = None if recent is None else recent_get(t)
+                        if h is None:
+                            try:
+                                if exact is not None:
+                                    h = exact(t)
+                                else:
+                                    h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
+                                                   "little", signed=True)
+                            except Exception as e:
+                                raise self.error("exact_fingerprint(state)" if exact is not None else "encode(state)",
+                                                 t, d1, e, via=a) from e
+                            if recent is not None:
+                                if len(recent) >= RECENT_LIMIT:
+                                    recent.clear()
+                                recent[t] = h
+                        if step_checks:
+                            try:
+                                for chk in step_checks:
+                                    if not chk[1](s, a, t):
+                                        break
+                                else:
+                                    chk = None
+                            except Exception as e:
+                                raise self.error(f"the predicate of step property {chk[0]!r}", s, depth, e, act=a) from e
+                            if chk is not None:
+                                self._step_failures(s, sfp, i, a, t, h, depth)
+                                step_checks = self.ledger.step_checks
+                        if h in visited:
+                            if on_edge is not None:
+                                on_edge(sfp, a, h)
+                            continue
+                        if len(visited) >= cap:
+                            self.ledger.cut = True
+                            raise StopSearch
+                        visited[h] = (sfp, i)
+                        ncounts[name] = nget(name, 0) + 1
+                        if on_edge is not None:
+                            on_state(h, t, d1, sfp)
+                            on_edge(sfp, a, h)
+                        if wit_checks:
+                            try:
+                                for chk in wit_checks:
+                                    if chk[1](t):
+                                        break
+                                else:
+                                    chk = None
+                            except Exception as e:
+                                raise self.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
+                            if chk is not None:
+                                self._witness(t, d1)
+                                wit_checks = self.ledger.wit_checks
+                        if state_checks:
+                            try:
+                                for chk in state_checks:
+                                    if not chk[1](t):
+                                        break
+                                else:
+                                    chk = None
+                            except Exception as e:
+                                raise self.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
+                            if chk is not None:
+                                self._state_failures(t, h, d1)
+                                state_checks = self.ledger.state_checks
+                        append((h, t))
+                self.ledger.levels.append({"level": depth, "frontier": len(frontier), "new": len(nxt),
+                                           "distinct": len(visited), "seconds": time.perf_counter() - level_start})
+                frontier = nxt
+                depth = d1
+        finally:
+            self.ledger.sample_left = sample
         self.nxt = []
-        self.sample_left = sample
 
     # -- rare paths -------------------------------------------------------------------
 
@@ -475,8 +427,8 @@ class Search(ModelCalls):
             if type(acts) is not list:
                 acts = self.as_list(acts, s, depth)
             if acts:
-                self.cut = True
-                if not self.check_deadlock or DEADLOCK in self.found_names:
+                self.ledger.cut = True
+                if not self.check_deadlock or DEADLOCK in self.ledger.found_names:
                     if self.visitor is None:
                         return
             else:
@@ -486,7 +438,7 @@ class Search(ModelCalls):
                     self._dead_end(sfp, s, depth)
 
     def _dead_end(self, sfp, s, depth) -> None:
-        if DEADLOCK in self.found_names:
+        if DEADLOCK in self.ledger.found_names:
             return
         try:
             terminal = self.model.is_terminal(s)
@@ -498,41 +450,38 @@ class Search(ModelCalls):
 
     def _witness(self, t, depth) -> None:
         keep = []
-        for name, pred in self.wit_checks:
+        for name, pred in self.ledger.wit_checks:
             if self.call_pred(name, pred, (t,), t, depth, None, kind="sometimes property"):
-                self.witnesses[name] = depth
+                self.ledger.witnesses[name] = depth
             else:
                 keep.append((name, pred))
-        self.wit_checks = keep
+        self.ledger.wit_checks = keep
 
     def _state_failures(self, t, h, depth) -> None:
-        failed = [name for name, pred in self.state_checks
+        failed = [name for name, pred in self.ledger.state_checks
                   if not self.call_pred(name, pred, (t,), t, depth, None)]
-        self.state_checks = [c for c in self.state_checks if c[0] not in failed]
+        self.ledger.state_checks = [c for c in self.ledger.state_checks if c[0] not in failed]
         for name in failed:
             self._record(name, ALWAYS, h, None, depth, self.message(name, "does not hold in the last state"))
 
     def _step_failures(self, s, sfp, i, a, t, h, depth) -> None:
-        failed = [name for name, pred in self.step_checks
+        failed = [name for name, pred in self.ledger.step_checks
                   if not self.call_pred(name, pred, (s, a, t), s, depth, a, kind="step property")]
-        self.step_checks = [c for c in self.step_checks if c[0] not in failed]
+        self.ledger.step_checks = [c for c in self.ledger.step_checks if c[0] not in failed]
         for name in failed:
             self._record(name, ALWAYS, sfp, (i, h), depth + 1,
                          self.message(name, f"is broken by the last step, {a}"))
 
     def message(self, name, what) -> str:
-        rationale = self.props[name].rationale
-        return f"{name} {what}" + (f": {rationale}" if rationale else "")
+        return self.ledger.message(name, what)
 
     def _record(self, name, kind, fp, extra, length, message) -> None:
-        if name in self.found_names:
+        if not self.ledger.add_found((name, kind, fp, extra, message)):
             return
-        self.found_names.add(name)
-        self.found.append((name, kind, fp, extra, message))
         if self.keep_going:
             return
-        self.stopped = True
-        if length > self.level and self.check_deadlock and name != DEADLOCK and self.frontier_iter is not None:
+        self.ledger.stopped = True
+        if length > self.ledger.level and self.check_deadlock and name != DEADLOCK and self.frontier_iter is not None:
             self._scan_for_shorter_deadlock()
         raise StopSearch
 
@@ -540,7 +489,7 @@ class Search(ModelCalls):
         """A violation one level deeper was found: a deadlock in the rest of the
         current level has a shorter path, so it is reported instead."""
         model = self.model
-        depth = self.level
+        depth = self.ledger.level
         for sfp, s in self.frontier_iter:
             try:
                 if not model.within_boundary(s):
@@ -554,9 +503,9 @@ class Search(ModelCalls):
                 raise
             except Exception as e:
                 raise self.error("actions(state) or is_terminal(state)", s, depth, e) from e
-            self.found = [(DEADLOCK, "deadlock", sfp, None,
+            self.ledger.found = [(DEADLOCK, "deadlock", sfp, None,
                            "no action is enabled in the last state and model.is_terminal() is False")]
-            self.found_names = {DEADLOCK}
+            self.ledger.found_names = {DEADLOCK}
             return
 
     def _report(self, queue, depth) -> None:
@@ -566,7 +515,7 @@ class Search(ModelCalls):
         distinct = len(self.visited)
         rate = distinct / elapsed if elapsed > 0 else 0.0
         self.progress.write(
-            f"progress: distinct={distinct} generated={sum(self.counts.values())} "
+            f"progress: distinct={distinct} generated={sum(self.ledger.counts.values())} "
             f"depth={depth} queue={queue} states/s={rate:.0f} elapsed={elapsed:.1f}s\n"
         )
         try:

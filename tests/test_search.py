@@ -7,12 +7,15 @@
   check determinism), not twice;
 - the cyclic garbage collector is off during a search and back on after it, even
   when the search raises;
-- one settings object drives the local engine.
+- one settings object drives the local engine;
+- a search's books (checker.ledger) carry over from one search to the next, as
+  the Spark driver carries them across its levels and checkpoints.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
@@ -21,7 +24,7 @@ from checker.errors import ModelError, UsageError
 from checker.graph import GraphBuilder, explore
 from checker.liveness import CheckRun
 from checker.model import Model, action, always, eventually
-from checker.search import SAMPLE_SIZE, Search, Settings, Visitor
+from checker.search import SAMPLE_SIZE, Ledger, Search, Settings, StopSearch, Visitor
 from tests.liveness_toys import Flap, Grant, Relay
 from tests.toys import DieHard, Graph, Grid
 
@@ -248,3 +251,48 @@ def test_the_kafka_model_keeps_its_promise(preset):
            (without.verdict, without.stats.distinct, without.stats.generated)
     assert [(v.property, [s.action for s in v.path]) for v in with_promise.violations] == \
            [(v.property, [s.action for s in v.path]) for v in without.violations]
+
+
+def _books(led, distinct):
+    st = led.stats(distinct, 1.0)
+    return (st.distinct, st.generated, st.depth, st.complete, st.action_counts, st.witnesses,
+            st.coverage.enabled, st.coverage.new, [(r[0], r[1], r[2], r[3]) for r in led.found],
+            [n for n, _ in led.state_checks], [n for n, _ in led.step_checks], [n for n, _ in led.wit_checks],
+            led.sample_left, [(lv["level"], lv["frontier"], lv["new"], lv["distinct"]) for lv in led.levels])
+
+
+@pytest.mark.parametrize("model, settings", [
+    (Grid(6, k=9), Settings()),
+    (Grid(6, k=9), Settings(keep_going=True)),
+    (Grid(6), Settings(max_depth=8)),
+    (DieHard(solve=True), Settings(keep_going=True)),
+    (BRANCHY, Settings(keep_going=True)),
+], ids=["grid-stop", "grid-continue", "grid-depth", "diehard", "branchy"])
+@pytest.mark.parametrize("through_json", [False, True], ids=["same-ledger", "checkpointed"])
+def test_a_search_cut_in_two_over_one_ledger_keeps_the_books_of_one_search(model, settings, through_json):
+    """What the Spark driver does with its books (checker.ledger): a search stopped
+    before a wide level, and a second search on the same ledger (or one read back
+    from its JSON, as a checkpoint keeps it) with the first one's visited map, end
+    with the books of one uncut search: counts, coverage, violations in order,
+    witnesses, checks still active, contract sample, levels."""
+    whole = Search(model, model.properties(), settings)
+    whole.run()
+    want = _books(whole.ledger, len(whole.visited))
+    for cut in (1, 3, 6):
+        first = Search(model, model.properties(), settings)
+        try:
+            first.explore(first.initial(), handoff=cut)
+        except StopSearch:
+            pass
+        led = first.ledger
+        if first.handoff:
+            if through_json:
+                led = Ledger.from_json(led.props, json.loads(json.dumps(led.to_json())))
+                led.stored_at_level = first.ledger.stored_at_level
+            second = Search(model, model.properties(), settings, ledger=led)
+            second.visited = first.visited
+            try:
+                second.explore(first.handoff, depth=led.level)
+            except StopSearch:
+                pass
+        assert _books(led, len(first.visited)) == want, cut

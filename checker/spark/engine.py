@@ -64,7 +64,7 @@ from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, placement_fn, placement_probe, repr_encoded, validate_state
 from checker.model import Model, Property
 from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
-from checker.search import SAMPLE_SIZE, Search, Settings, StopSearch, Visitor, unreached_witnesses
+from checker.search import Search, Settings, StopSearch, Visitor, unreached_witnesses
 from checker.spark.counters import Counters
 from checker.spark.events import LevelEvents, dead_record
 from checker.spark.handoff import part_records, take_back
@@ -179,10 +179,11 @@ class _Run(Counters):
         self.keep_going = keep_going
         self.check_deadlock = check_deadlock
         self.progress = progress
-        # checker.bfs's search object: validates the properties, runs the initial
-        # states, words every message; it never runs the main loop here.
+        # The search core on this run's books (the run is its ledger): it runs the
+        # initial states and the narrow levels, and words every message.
         self.search = Search(model, props, Settings(max_depth=max_depth, max_states=max_states, keep_going=keep_going,
-                                                       check_deadlock=check_deadlock, progress_interval=interval))
+                                                       check_deadlock=check_deadlock, progress_interval=interval),
+                             ledger=self)
         self.fp = fingerprint_fn(model)
         self.rederive = Rederive(model, self.search, self.fp, self._links)
         self.events: LevelEvents | None = None
@@ -301,7 +302,7 @@ class _Run(Counters):
         A search that ends (or stops) within those levels is the core's own."""
         s = self.search
         s.visitor = self._visitor()
-        self.sample_left = SAMPLE_SIZE
+        n0 = len(self.levels)
         collecting = gc.isenabled()
         if collecting:
             gc.disable()    # as checker.search.Search.run does
@@ -315,7 +316,7 @@ class _Run(Counters):
         finally:
             if collecting:
                 gc.enable()
-        self._adopt(s)
+        self._core_levels(s, n0)
         if not frontier:
             # The search ended on the driver: its parent links are the core's.
             self._init_links = dict(s.visited)
@@ -342,9 +343,9 @@ class _Run(Counters):
             gc.disable()
         try:
             visited, frontier = take_back(parts)
-            s = Search(self.model, self.props, self.search.settings, visitor=self._visitor())
+            s = Search(self.model, self.props, self.search.settings, visitor=self._visitor(), ledger=self)
             s.visited = visited
-            self.seed(s)
+            n0 = len(self.levels)
             try:
                 s.explore(frontier, handoff=self.driver_states, depth=self.level)
             except StopSearch:
@@ -352,7 +353,7 @@ class _Run(Counters):
         finally:
             if collecting:
                 gc.enable()
-        self._adopt(s)
+        self._core_levels(s, n0)
         self.L = L
         if s.handoff:
             self._init_links = None
@@ -370,14 +371,14 @@ class _Run(Counters):
         self.places = None if self.place is None else _Places(self.model, self.place, self.n)
         return self.places
 
-    def _adopt(self, s: Search) -> None:
-        """The driver's counters, and its levels, from the core's search ``s``."""
-        self.adopt(s)
-        for lv in s.levels:
-            self.levels.append({"level": lv["level"], "frontier": lv["frontier"], "new": lv["new"],
-                                "distinct": lv["distinct"], "seconds": round(lv["seconds"], 4), "job_seconds": 0.0,
-                                "task_cpu": (0.0, 0.0), "driver": True})
-            self._progress_line(lv["level"], lv["frontier"], lv["new"], lv["distinct"], lv["seconds"])
+    def _core_levels(self, s: Search, n0: int) -> None:
+        """After the core's search ``s`` ran on these books: the distinct states it
+        holds, and its levels (from the ``n0``-th) as the driver reports them."""
+        self.distinct = len(s.visited)
+        for lv in self.levels[n0:]:
+            secs = lv["seconds"]
+            lv.update(seconds=round(secs, 4), job_seconds=0.0, task_cpu=(0.0, 0.0), driver=True)
+            self._progress_line(lv["level"], lv["frontier"], lv["new"], lv["distinct"], secs)
 
     def _parts(self, visited: dict, frontier: list):
         """The partitions' RDD from the core's visited map and the level to expand
@@ -397,8 +398,8 @@ class _Run(Counters):
         p = {
             "token": self.token, "level": d, "n": self.n, "sample": per_task, "chunk": self.chunk,
             "placed": self.place is not None, "own_copies": self.own_copies,
-            "steps": tuple(self.active_steps), "props": tuple(self.active_props),
-            "witnesses": tuple(self.active_wits),
+            "steps": tuple(self.active(self.step_checks)), "props": tuple(self.active(self.state_checks)),
+            "witnesses": tuple(self.active(self.wit_checks)),
             "deadlock": self.check_deadlock and not self.deadlock_found,
         }
         p.update(extra)
@@ -433,7 +434,7 @@ class _Run(Counters):
         self.cut = self.cut or decision.cut
         self.stopped = self.stopped or decision.stopped
 
-        self.record(report, events.reached(stop), used)   # witnesses: those before the stop, if any
+        self.record_level(report, events.reached(stop), used)   # witnesses: those before the stop, if any
 
         self.visited_bytes = sum(m["visited_bytes"] for m in mg)
         self.visited_count = sum(m["visited"] for m in mg)
@@ -441,20 +442,19 @@ class _Run(Counters):
         self.encoded = sum(e.get("encoded", 0) for e in ex)
         self.own_read = sum(m.get("own_copies", 0) for m in mg)
         if stop is not None:
-            gen, counts, new, enabled, new_by = self.jobs.count_until(L, L2, self._params(), stop)
-            self.add_counts(gen, counts)
+            _gen, counts, new, enabled, new_by = self.jobs.count_until(L, L2, self._params(), stop)
+            self.add_counts(counts)
             self.add_coverage([enabled], [new_by])
             self.distinct += new
             self.frontier_size = 0
             self._level_done(d, sum(e["frontier"] for e in ex), new, t0)
             self.L = L2
             return None
-        gen = sum(e["gen"] for e in ex)
         counts: dict[str, int] = {}
         for e in ex:
             for k, v in e["acts"].items():
                 counts[k] = counts.get(k, 0) + v
-        self.add_counts(gen, counts)
+        self.add_counts(counts)
         self.add_coverage([e["enabled"] for e in ex], [m["newacts"] for m in mg])
         self.distinct += new_total
         self.frontier_size = new_total
@@ -523,8 +523,7 @@ class _Run(Counters):
         if acting is not None:
             self.cut = True
         if cd and dead is not None:
-            self.found.append(dead_record(dead))
-            self.deadlock_found = True
+            self.add_found(dead_record(dead))
             if not self.keep_going:
                 self.stopped = True
         self._level_done(d, sum(e["frontier"] for e in stats), 0, t0)
@@ -577,13 +576,13 @@ class _Run(Counters):
         key = err[0]
         events = None if boundary else self.events
 
-        def active(indices: list) -> list:
+        def active(checks: list) -> list:
             if events is None:
-                return [(self.props[i].name, self.props[i].predicate) for i in indices]
-            return events.active_at(indices, key)
+                return list(checks)
+            return events.active_at(self.active(checks), key)
 
-        self.rederive.raise_error(err, self.level, active(self.active_steps), active(self.active_wits),
-                                  active(self.active_props), scan=scan, boundary=boundary)
+        self.rederive.raise_error(err, self.level, active(self.step_checks), active(self.wit_checks),
+                                  active(self.state_checks), scan=scan, boundary=boundary)
 
     # -- checkpoints --------------------------------------------------------------------
 
