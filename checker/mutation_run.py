@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from checker.mutation import CommandCorpus, ConformCorpus, Mutant
+from checker.linecover import LineRecorder
 
 KILLED, TIMEOUT, SURVIVED, EQUIVALENT, ERROR = "killed", "timeout", "survived", "equivalent", "error"
 DETECTED = (KILLED, TIMEOUT)
@@ -144,7 +145,9 @@ def child_main(job_path: str, selection: str | None = None, coverage: str | None
 
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     only = None if selection is None else {tuple(u) for u in json.loads(Path(selection).read_text())}
-    tracer = _LineTracer(str(Path.cwd() / job["package"])) if coverage else None
+    tracer = LineRecorder(str(Path.cwd() / job["package"])) if coverage else None
+    if tracer:
+        tracer.install()    # the package's modules get line markers when they are imported
     modname, _, attr = job["family"].partition(":")
     try:
         family = import_ref(modname, attr, what=f"model family {job['family']!r}", fix="fix the family")
@@ -190,39 +193,6 @@ def child_main(job_path: str, selection: str | None = None, coverage: str | None
     if tracer:
         Path(coverage).write_text(json.dumps(tracer.units), encoding="utf-8")
     return _say(SURVIVED, "", "")
-
-
-class _LineTracer:
-    """The lines of one package's files that run, per unit of the corpus
-    (``sys.settrace``, frames of other files are not traced line by line)."""
-
-    def __init__(self, package_dir: str) -> None:
-        self.prefix = package_dir.rstrip("/") + "/"
-        self.root = str(Path(package_dir).parent) + "/"
-        self.units: dict[str, dict[str, list[int]]] = {}
-        self.lines: set = set()
-
-    def _local(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
-            self.lines.add((frame.f_code.co_filename, frame.f_lineno))
-        return self._local
-
-    def _global(self, frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename.startswith(self.prefix):
-            self.lines.add((frame.f_code.co_filename, frame.f_lineno))
-            return self._local
-        return None
-
-    def start(self, unit: str) -> None:
-        self.unit, self.lines = unit, set()
-        sys.settrace(self._global)
-
-    def stop(self) -> None:
-        sys.settrace(None)
-        out: dict[str, set] = {}
-        for f, line in self.lines:
-            out.setdefault(f[len(self.root):] if f.startswith(self.root) else f, set()).add(line)
-        self.units[self.unit] = {f: sorted(v) for f, v in sorted(out.items())}
 
 
 def _say(verdict: str, where: str, detail: str) -> int:

@@ -210,7 +210,7 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
     run.baseline = base["seconds"]
     cov = base.get("coverage")
     print(f"baseline: the unmutated code passes the corpus in {run.baseline:.1f} s"
-          + (" (lines traced: each mutant replays only the traces that execute its lines)" if cov else "")
+          + (" (lines recorded: each mutant replays only the traces that execute its lines)" if cov else "")
           + (f"; timeout per mutant {run.timeout:.0f} s" if run.timeout else
              "; timeout per mutant 4 x its share of the baseline + 30 s")
           + f"; {args.workers} worker{'s' if args.workers != 1 else ''}"
