@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from checker.mutation import CommandCorpus, ConformCorpus, Mutant
 from checker.linecover import LineRecorder
+from checker.mutation import CommandCorpus, ConformCorpus, Mutant
 
 KILLED, TIMEOUT, SURVIVED, EQUIVALENT, ERROR = "killed", "timeout", "survived", "equivalent", "error"
 DETECTED = (KILLED, TIMEOUT)
