@@ -152,13 +152,17 @@ def _ranges(stmt: ast.stmt) -> tuple[tuple[int, int], ...]:
     """The lines a statement's marker stands for (see the module docstring)."""
     first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
     body = getattr(stmt, "body", None)
+    if isinstance(stmt, ast.Match):
+        # No body of its own: the header is the subject, up to the first case.
+        out = [(first, max(stmt.lineno, stmt.cases[0].pattern.lineno - 1))]
+        for case in stmt.cases:
+            out.append((case.pattern.lineno, max(case.pattern.lineno, case.body[0].lineno - 1)))
+        return tuple(out)
     if not (isinstance(body, list) and body and isinstance(body[0], ast.stmt)):
         return ((first, stmt.end_lineno or stmt.lineno),)
     out = [(first, max(stmt.lineno, body[0].lineno - 1))]
     for h in getattr(stmt, "handlers", ()):
         out.append((h.lineno, max(h.lineno, h.body[0].lineno - 1)))
-    for case in getattr(stmt, "cases", ()):
-        out.append((case.pattern.lineno, max(case.pattern.lineno, case.body[0].lineno - 1)))
     return tuple(out)
 
 

@@ -176,6 +176,7 @@ def test_a_branch_not_taken_is_not_recorded(both):
     assert body[32].strip() == "total += 1" and 33 not in lines      # if x > 5: not taken
     assert body[53].strip() == "total = -1" and 54 not in lines      # except ValueError: not raised
     assert {50, 51, 52} <= lines                                      # except (KeyError,\n IndexError): taken
+    assert {64, 65, 66, 67, 69} <= lines and 68 not in lines          # match: case int() if x > 1: not taken
 
 
 def test_markers_change_no_result_and_no_line_number(both):
