@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from checker.ledger import Ledger
 from checker.model import Property
-from checker.result import Stats
 
 
 class Counters(Ledger):
@@ -29,11 +28,6 @@ class Counters(Ledger):
         self.prior_seconds = 0.0
         self.visited_bytes = 0
         self.visited_count = 0
-
-    def stats(self, seconds: float) -> Stats:  # type: ignore[override]
-        """The search's Stats (checker.result), as the local engine gives them (the
-        levels go in the engine's own report)."""
-        return super().stats(self.distinct, seconds)
 
     def state(self, identity: dict, seconds: float) -> dict:
         """The counters as a checkpoint keeps them (JSON)."""

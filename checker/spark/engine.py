@@ -542,7 +542,7 @@ class _Run(Counters):
         violations = [self.rederive.violation(*rec) for rec in self.found]
         if complete:
             violations += unreached_witnesses(self.witnesses)
-        stats = self.stats(seconds)
+        stats = self.stats(self.distinct, seconds)   # the levels go in the engine's own report
         verdict = VIOLATED if violations else (OK if complete else BOUNDED)
         engine = {
             "engine": "spark",
