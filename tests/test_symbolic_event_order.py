@@ -26,6 +26,7 @@ from checker.symbolic import TransitionStep, bmc, evaluator, load_lemmas, prove,
 from spec.config import KafkaConfig
 from spec.family import FAMILY
 from spec.symbolic import KafkaSymbolic, unsupported
+from tests.symbolic_support import SymbolicEnabled
 
 ON = {"controller_event_order": True}
 OFF = {"controller_event_order": False}
@@ -36,30 +37,9 @@ def config(preset, **over):
     return resolve(FAMILY, preset, over)
 
 
-def symbolic_enabled(s, acts, f, state) -> set:
-    """Every explicit action that some symbolic instance's guard allows on
-    ``abstract(state)`` (each choice of its parameters)."""
-    solver = FreshSolver()
-    solver.add(s.abstract(state, f))
-    out = set()
-    for act in acts:
-        params = {k: z3.Const(f"{act.name}.{k}", srt) for k, srt in act.params}
-        solver.push()
-        solver.add(act.guard(f, params))
-        while solver.check() == z3.sat:
-            m = solver.model()
-            [a] = act.explicit(evaluator(m), f, params)
-            out.add(a)
-            if not params:
-                break
-            solver.add(z3.Or([v != m.eval(v, model_completion=True) for v in params.values()]))
-        solver.pop()
-    return out
-
-
-def _agree(preset, s, acts, f, on, off, n, state, hidden: Counter) -> None:
+def _agree(preset, z3_enabled, on, off, n, state, hidden: Counter) -> None:
     enabled = set(on.actions(state))
-    got = symbolic_enabled(s, acts, f, state)
+    got = z3_enabled.enabled(state)
     assert got == enabled, (f"{preset}, state {n}: z3 only {sorted(map(str, got - enabled))}, "
                             f"explicit only {sorted(map(str, enabled - got))}")
     gone = set(off.actions(state)) - enabled
@@ -68,8 +48,7 @@ def _agree(preset, s, acts, f, on, off, n, state, hidden: Counter) -> None:
 
 def _models(preset):
     on, off = FAMILY.build(config(preset, **ON)), FAMILY.build(config(preset, **OFF))
-    s = KafkaSymbolic(KafkaConfig(**config(preset, **ON)))
-    return s, s.actions(), s.frame("s"), on, off
+    return SymbolicEnabled(KafkaSymbolic(KafkaConfig(**config(preset, **ON)))), on, off
 
 
 def enabled_sets_agree(preset, hidden_stride, other_stride) -> tuple[Counter, int]:
@@ -77,18 +56,18 @@ def enabled_sets_agree(preset, hidden_stride, other_stride) -> tuple[Counter, in
     ``hidden_stride``-th state of the graph without the rule where the rule hides an
     action, and on every ``other_stride``-th state; returns the hidden actions counted
     by name (``ElectLeader/preferred`` for a preferred election) and the states checked."""
-    s, acts, f, on, off = _models(preset)
+    z3_enabled, on, off = _models(preset)
     hidden: Counter = Counter()
     checked = hiding = 0
     for n, state in enumerate(explore(off).states):
         if set(off.actions(state)) != set(on.actions(state)):
             hiding += 1
             if hiding % hidden_stride == 0:
-                _agree(preset, s, acts, f, on, off, n, state, hidden)
+                _agree(preset, z3_enabled, on, off, n, state, hidden)
                 checked += 1
                 continue
         if n % other_stride == 0:
-            _agree(preset, s, acts, f, on, off, n, state, hidden)
+            _agree(preset, z3_enabled, on, off, n, state, hidden)
             checked += 1
     return hidden, checked
 
@@ -97,11 +76,11 @@ def walk_agrees(preset, path: list[str]) -> Counter:
     """Compare the enabled sets on every state of ``path`` (actions of the model without
     the rule, by their text: shortest paths to a state where the rule hides the action
     the test is about)."""
-    s, acts, f, on, off = _models(preset)
+    z3_enabled, on, off = _models(preset)
     hidden: Counter = Counter()
     [state] = off.init_states()
     for n, text in enumerate(path + [None]):
-        _agree(preset, s, acts, f, on, off, n, state, hidden)
+        _agree(preset, z3_enabled, on, off, n, state, hidden)
         if text is not None:
             [a] = [a for a in off.actions(state) if str(a) == text]
             state = off.next_state(state, a)
