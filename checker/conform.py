@@ -125,6 +125,10 @@ CONTEXT = 5          # previous steps shown in a divergence report
 
 SETTLE_LIMIT = 100_000   # model states explored for one run's quiet states
 
+# Model states whose enabled actions, successors and observation a harness remembers
+# (by fingerprint); then it forgets them all and starts again.
+MEMO_LIMIT = 1 << 16
+
 
 # ------------------------------------------------------------------------ loading
 
@@ -184,6 +188,9 @@ class Harness:
         self.runs = 0
         self.probes = 0         # enabled() questions about actions the model does not enable
         self.sample_left = SAMPLE_SIZE   # successors whose contract is still to check (Harness.search)
+        self._enabled: dict[int, tuple[list, frozenset]] = {}    # fingerprint -> its actions, and as a set
+        self._successor: dict[tuple, tuple[State, int]] = {}     # (fingerprint, action) -> (state, fingerprint)
+        self._observed: dict[int, tuple[Any, str]] = {}           # fingerprint -> (observation, canonical text)
 
     @property
     def _fp(self) -> Callable[[State], int]:
@@ -223,15 +230,48 @@ class Harness:
 
     def model_path(self, actions: Sequence[Action], init: State | None = None) -> list[State]:
         """The model's states along ``actions`` (NotInModel if one is not enabled)."""
+        return self.walk(actions, init)[0]
+
+    def walk(self, actions: Sequence[Action], init: State | None = None) -> tuple[list[State], list[int]]:
+        """The model's states along ``actions`` and their fingerprints (NotInModel if
+        one is not enabled)."""
+        fp = self._fp
         state = self.initial() if init is None else init
-        states = [state]
+        h = fp(state)
+        states, fps = [state], [h]
+        successor = self._successor
         for i, a in enumerate(actions, 1):
-            where = f"step {i}"
-            if a not in self.enabled_in_model(state, where):
-                raise NotInModel(i, a, self.enabled_in_model(state, where))
-            state = self.next_state(state, a, where)
+            enabled, allowed = self.enabled_at(state, h, f"step {i}")
+            if a not in allowed:
+                raise NotInModel(i, a, list(enabled))
+            hit = successor.get((h, a))
+            if hit is None:
+                t = self.next_state(state, a, f"step {i}")
+                hit = _remember(successor, (h, a), (t, fp(t)))
+            state, h = hit
             states.append(state)
-        return states
+            fps.append(h)
+        return states, fps
+
+    def enabled_at(self, state: State, h: int, where: str) -> tuple[list[Action], frozenset]:
+        """``state``'s enabled actions (its fingerprint ``h``), as a list and as a set."""
+        hit = self._enabled.get(h)
+        if hit is None:
+            enabled = self.enabled_in_model(state, where)
+            hit = _remember(self._enabled, h, (enabled, frozenset(enabled)))
+        return hit
+
+    def observation(self, state: State, h: int, where: str) -> tuple[Any, str]:
+        """The model's observation of ``state`` (its fingerprint ``h``) and its canonical text."""
+        hit = self._observed.get(h)
+        if hit is None:
+            try:
+                obs = self.model.observe(state)
+                text = canonical(obs)
+            except Exception as e:  # noqa: BLE001
+                raise ModelError(f"{where}: {self.model.name}.observe() raised {_exc(e)}") from e
+            hit = _remember(self._observed, h, (obs, text))
+        return hit
 
     def fits(self, actions: Sequence[Action], init: State | None = None) -> bool:
         try:
@@ -274,15 +314,11 @@ class Harness:
         """Replay ``actions`` on the model (from ``init``, default its first initial
         state) and on a fresh implementation; the first divergence, or None."""
         self.runs += 1
-        states = self.model_path(actions, init)   # NotInModel before the implementation runs
-        fp = self._fp
+        states, fps = self.walk(actions, init)   # NotInModel before the implementation runs
         actions = tuple(actions)
-        observed = [None] * len(states)
 
         def model_obs(i: int) -> Any:
-            if observed[i] is None:
-                observed[i] = (self.observe_model(states[i], f"step {i}"),)
-            return observed[i][0]
+            return self.observation(states[i], fps[i], f"step {i}")[0]
 
         def diverge(kind: str, i: int, changes: list | None = None, detail: str = "",
                     extra: Action | None = None) -> Divergence:
@@ -298,8 +334,8 @@ class Harness:
         bounded: set | None = None
         vocabulary = self.vocabulary
         if self.probe_path:
-            vocabulary = list(dict.fromkeys([*vocabulary, *(a for st in states
-                                                             for a in self.enabled_in_model(st, "a step"))]))
+            vocabulary = list(dict.fromkeys([*vocabulary, *(a for st, h in zip(states, fps)
+                                                             for a in self.enabled_at(st, h, "a step")[0])]))
 
         def probe(impl: Any, i: int) -> Divergence | None:
             if not vocabulary:
@@ -307,11 +343,11 @@ class Harness:
             if bounded is None:
                 return None
             if self.probed is not None:
-                h = fp(states[i])
+                h = fps[i]
                 if h in self.probed:
                     return None
                 self.probed.add(h)
-            allowed = set(self.enabled_in_model(states[i], f"step {i}"))
+            allowed = self.enabled_at(states[i], fps[i], f"step {i}")[1]
             for a in vocabulary:
                 if a in allowed:
                     continue
@@ -330,7 +366,7 @@ class Harness:
                 text = canonical(obs)
             except Exception as e:  # noqa: BLE001 - the implementation's failure is a finding
                 return None, diverge(RAISED, i, detail=f"in observe(): {_exc(e)}")
-            if text != canonical(model_obs(i)):
+            if text != self.observation(states[i], fps[i], f"step {i}")[1]:
                 return obs, diverge(INITIAL if i == 0 else STATE, i, diff(view(model_obs(i)), view(obs)))
             return obs, None
 
@@ -377,6 +413,13 @@ class Harness:
             return None
         changes = min((diff(view(o), view(obs)) for _, o in quiet), key=len)
         return diverge(SETTLED, i, changes)
+
+
+def _remember(memo: dict, key: Any, value: Any) -> Any:
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 class _Quiet(Visitor):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from checker import conform
+from checker.bfs import replay_path
 from checker.config import resolve
 from checker.errors import ModelError
 from checker.conform import (
@@ -20,7 +23,7 @@ from checker.model import action
 from checker.search import SAMPLE_SIZE
 from checker.trace import load_trace
 from tests import cli_support, toys
-from tests.conform_toys import FAMILY, PairSystem
+from tests.conform_toys import FAMILY, Pair, PairSystem
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ["--model", "tests.conform_toys:FAMILY"]
@@ -155,6 +158,60 @@ def test_injected_bug_is_caught_at_its_step_and_shrunk_to_the_minimum(bug):
     # the covering set finds it too
     cover = covering_set(explore(h.model))
     assert any(h.run(acts, init) is not None for init, acts in cover.traces)
+
+
+class CountingPair(Pair):
+    """The toy model, counting what the harness asks of it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = Counter()
+
+    def actions(self, s):
+        self.calls["actions"] += 1
+        return super().actions(s)
+
+    def next_state(self, s, a):
+        self.calls["next_state"] += 1
+        return super().next_state(s, a)
+
+    def observe(self, s):
+        self.calls["observe"] += 1
+        return super().observe(s)
+
+
+@pytest.mark.parametrize("bug", ["none", "hw-past-follower"])
+def test_the_model_side_is_asked_once_per_state_and_forgetting_changes_no_answer(bug, monkeypatch):
+    """A harness asks the model about each state once (its actions, its successor by
+    each action, its observation) however many runs pass through it.  A harness that
+    forgets after every three states (MEMO_LIMIT) gives the same divergences, the
+    same shrunk path and the same model paths, only by asking again."""
+    cfg = resolve(FAMILY, "deeper", {"bug": bug})
+    traces = covering_set(explore(FAMILY.build(cfg))).traces
+
+    def answers(h):
+        found = [h.run(acts, init) for init, acts in traces]
+        found = [(d.kind, d.step, d.actions, d.changes, d.context) for d in found if d is not None]
+        first = next((d for d in (h.run(acts, init) for init, acts in traces) if d is not None), None)
+        paths = [h.model_path(acts, init) for init, acts in traces]
+        asked = dict(h.model.calls)     # the shrinker below also searches the model itself
+        return found, None if first is None else shrink(h, first).actions, paths, asked
+
+    model = CountingPair(cfg["max_writes"], cfg["max_failovers"], cfg)
+    remembering = answers(Harness(model, PairSystem, cfg, vocabulary=[a for _, acts in traces for a in acts]))
+    graph = explore(FAMILY.build(cfg))
+    asked = tuple(remembering[3].get(k, 0) for k in ("observe", "actions", "next_state"))
+    if bug == "none":     # every run goes to its end: every state and transition, each once
+        assert asked == (len(graph.states), len(graph.states), len(graph.edges))
+    else:                 # runs stop at the divergence
+        assert asked[0] <= len(graph.states) and asked[1] <= len(graph.states) and asked[2] <= len(graph.edges)
+    assert remembering[2] == [[st.state for st in replay_path(model, acts, init)] for init, acts in traces]
+    monkeypatch.setattr(conform, "MEMO_LIMIT", 3)
+    forgetful = CountingPair(cfg["max_writes"], cfg["max_failovers"], cfg)
+    again = answers(Harness(forgetful, PairSystem, cfg, vocabulary=[a for _, acts in traces for a in acts]))
+    assert again[:3] == remembering[:3]
+    assert again[3]["observe"] > remembering[3]["observe"]
+    assert (bug == "none") == (remembering[1] is None)
 
 
 def test_probing_catches_an_action_only_the_implementation_enables():
