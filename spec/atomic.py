@@ -26,6 +26,8 @@ truncation).
 
 from __future__ import annotations
 
+import dataclasses
+
 from checker.errors import ModelError
 from spec import controller, eventorder
 
@@ -77,8 +79,6 @@ def _micro_step(model, prop):
     checker asks the step properties right after it, so the path comes from the
     model's memo (``MicroPath``) instead of being walked a second time (that second
     walk was 60% of a search of ``offsets-rf3``).  Any other caller gets it walked."""
-    import dataclasses
-
     def predicate(prev, act, nxt, _p=prop.predicate):
         return all(_p(s, a, t) for s, a, t in model.micro_path(prev, act))
 
