@@ -30,6 +30,7 @@ import dataclasses
 
 from checker.errors import ModelError
 from spec import controller, eventorder
+from spec.model import KafkaModel
 
 #: Controller reactions the atomic controller runs inside the step that caused them.
 HIDDEN = frozenset(controller.APPLY) - {"ElectController", "ControlledShutdown"}
@@ -105,41 +106,43 @@ class MicroPath:
         self.prev, self.act, self.path = prev, act, path
 
 
+class AtomicKafkaModel(KafkaModel):
+    """The Kafka model with the atomic controller: a step is a visible action and
+    every reaction it causes (``settle``)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self._last = MicroPath()
+        self._properties = [_micro_step(self, p) if p.step else p for p in self._properties]
+
+    def init_states(self):
+        return [settle(self, s, self._full_next) for s in super().init_states()]
+
+    def actions(self, state):
+        return [a for a in super().actions(state) if a.name not in HIDDEN]
+
+    def next_state(self, state, act):
+        first = KafkaModel.next_state(self, state, act)
+        path = [(state, act, first)]
+        after = settle(self, first, self._full_next, path)
+        self._last.put(state, act, path)
+        return after
+
+    def _full_next(self, state, act):
+        return KafkaModel.next_state(self, state, act)
+
+    def micro_path(self, prev, act) -> list:
+        """The full model's steps that make the macro step ``(prev, act)``."""
+        path = self._last.get(prev, act)
+        if path is None:
+            self.next_state(prev, act)
+            path = self._last.path
+        return path
+
+
 def atomic_model_class():
-    """The KafkaModel subclass with the atomic controller (imported late: spec.model
-    builds it through the family, and this module must not import spec.model first)."""
-    from spec.model import KafkaModel
-
-    full_next = KafkaModel.next_state
-
-    class AtomicKafkaModel(KafkaModel):
-        def __init__(self, cfg):
-            super().__init__(cfg)
-            self._last = MicroPath()
-            self._properties = [_micro_step(self, p) if p.step else p for p in self._properties]
-
-        def init_states(self):
-            full = super()
-            return [settle(self, s, full.next_state) for s in full.init_states()]
-
-        def actions(self, state):
-            return [a for a in super().actions(state) if a.name not in HIDDEN]
-
-        def next_state(self, state, act):
-            first = full_next(self, state, act)
-            path = [(state, act, first)]
-            after = settle(self, first, lambda s, a: full_next(self, s, a), path)
-            self._last.put(state, act, path)
-            return after
-
-        def micro_path(self, prev, act) -> list:
-            """The full model's steps that make the macro step ``(prev, act)``."""
-            path = self._last.get(prev, act)
-            if path is None:
-                self.next_state(prev, act)
-                path = self._last.path
-            return path
-
+    """The KafkaModel subclass with the atomic controller (``spec.family`` builds it
+    for ``atomic_controller=true``)."""
     return AtomicKafkaModel
 
 
@@ -153,8 +156,6 @@ def expand(model, actions) -> list:
     >>> [a.name for a in expand(m, [m.actions(m.init_states()[0])[-1]])]
     ['ElectController', 'ElectLeader']
     """
-    from spec.model import KafkaModel
-
     full = KafkaModel(model.cfg)
     steps: list = []
     state = settle(full, full.init_states()[0], full.next_state, steps)
