@@ -125,8 +125,8 @@ CONTEXT = 5          # previous steps shown in a divergence report
 
 SETTLE_LIMIT = 100_000   # model states explored for one run's quiet states
 
-# Model states whose enabled actions, successors and observation a harness remembers
-# (by fingerprint); then it forgets them all and starts again.
+# Entries a harness keeps in each of its memos of the model's side (enabled actions,
+# successors, observations, by fingerprint); a memo that reaches it is emptied.
 MEMO_LIMIT = 1 << 16
 
 
