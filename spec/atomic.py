@@ -122,7 +122,7 @@ class AtomicKafkaModel(KafkaModel):
         return [a for a in super().actions(state) if a.name not in HIDDEN]
 
     def next_state(self, state, act):
-        first = KafkaModel.next_state(self, state, act)
+        first = self._full_next(state, act)
         path = [(state, act, first)]
         after = settle(self, first, self._full_next, path)
         self._last.put(state, act, path)
