@@ -88,7 +88,7 @@ def run(spec: str, n: int, profile: bool, own_copies: bool = True) -> dict:
         gc.enable()
     frontier = s.handoff or []
     records, v_all = part_records(s.visited, frontier, n, places.of if place is not None else None)
-    level = len(s.levels)
+    level = len(s.ledger.levels)
     payload = cloudpickle.dumps((m, props, True))
     known = [(0, _Bc(v_all))]
     parts = {p: pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for p, v in records}

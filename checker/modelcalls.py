@@ -40,11 +40,11 @@ class ModelCalls:
     model: Model
     fp: Callable[[State], int]
 
-    def call_pred(self, name, pred, args, state, depth, act, kind="property"):
+    def call_pred(self, name, pred, args, state, depth, act, kind="property", via=None):
         try:
             return pred(*args)
         except Exception as e:
-            raise self.error(f"the predicate of {kind} {name!r}", state, depth, e, act=act) from e
+            raise self.error(f"the predicate of {kind} {name!r}", state, depth, e, act=act, via=via) from e
 
     def as_list(self, acts, s, depth) -> list:
         if isinstance(acts, (set, frozenset, dict)):

@@ -2,10 +2,14 @@
 
 The local engine (:mod:`checker.bfs`), the state-graph builder
 (:mod:`checker.graph`, hence liveness, ``kmc graph`` and conformance covering
-sets) and ``kmc check`` with ``eventually`` properties all run :class:`Search`;
-each Spark partition uses its public checks and messages (``check_actions``,
-``check_successor``, ``call_pred``, ``error``), so both engines word every
-failure the same way.  The split follows Stateright's: the model contract
+sets), ``kmc check`` with ``eventually`` properties and every Spark partition
+(:mod:`checker.spark.partition`, one level of its frontier at a time) all run
+:class:`Search`, so both engines make the same calls and word every failure the
+same way.  What a partition keeps for its driver instead of deciding it (which
+outcome is first, which error stops the search) goes through the slow paths
+(``found_dead_end``, ``failed_step_check``, ``reached_witness``,
+``failed_state_check``) and ``error``, which a subclass overrides; the hot loop is
+the same for both.  The split follows Stateright's: the model contract
 (:mod:`checker.model`), a settings object (:class:`Settings`, in
 :mod:`checker.settings`, shared by both engines), and a visitor
 (:class:`Visitor`) that sees every stored state and every transition, which is
@@ -149,6 +153,16 @@ class Search(ModelCalls):
         self.handoff: list | None = None      # the level explore(handoff=) stopped before
         self.rep = state_repr_fn(model)                # repr, cheaper (checker.fingerprint)
         self.fp = fingerprint_fn(model, self.rep)     # one memo of parts for both
+        # How explore fingerprints a successor: the model's own fingerprint, else its
+        # encode, else rep (the default encoding, repr).  Attributes, so that a
+        # subclass (a Spark partition) can wrap them.
+        self.exact = exact_fingerprint_fn(model)
+        self.enc = None if getattr(type(model), "encode", None) is Model.encode else model.encode
+        # States met recently, by value: a successor equal to one of them has its
+        # fingerprint without being encoded.  Only for a model that promises that
+        # equal states have equal encodings (Model.equal_states_encode_equally);
+        # kept across the levels and the explore calls of this search.
+        self.recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
         self.start = time.perf_counter()
         self.last_report = self.start
         self.deadline = None if settings.time_limit is None else self.start + settings.time_limit
@@ -217,15 +231,15 @@ class Search(ModelCalls):
     def _new_state(self, t, h, depth) -> None:
         """Checks on a state stored for the first time (slow path, initial states)."""
         if self.ledger.wit_checks:
-            self._witness(t, depth)
+            self.reached_witness(t, depth)
         for name, pred in self.ledger.state_checks:
             if not self.call_pred(name, pred, (t,), t, depth, None):
-                self._state_failures(t, h, depth)
+                self.failed_state_check(t, h, depth)
                 break
 
     # -- the hot loop -------------------------------------------------------------
 
-    def explore(self, frontier: list, handoff: int | None = None, depth: int = 0) -> None:
+    def explore(self, frontier: list, handoff: int | None = None, depth: int = 0, one_level: bool = False) -> None:
         """Expand ``frontier`` (the level at ``depth``, the initial one by default)
         level by level.  ``handoff``: stop before expanding a level of more than
         that many states, leaving it in ``self.handoff`` (``(fp, state)`` in BFS
@@ -233,7 +247,8 @@ class Search(ModelCalls):
         successors still to validate) are in ``self.ledger`` however it ends.  The
         Spark engine runs its narrow levels here and the wide ones on its
         partitions: it gives the search its own ledger and sets ``visited`` before
-        calling this."""
+        calling this.  ``one_level``: expand ``frontier`` only, leaving the new
+        states in ``self.nxt`` (how a Spark partition expands its part of a level)."""
         model = self.model
         visited = self.visited
         counts = self.ledger.counts
@@ -245,19 +260,16 @@ class Search(ModelCalls):
         actions = model.actions
         next_state = model.next_state
         within = None if getattr(type(model), "within_boundary", None) is Model.within_boundary else model.within_boundary
-        enc = None if getattr(type(model), "encode", None) is Model.encode else model.encode
+        enc = self.enc
         b2, from_bytes, rep = blake2b, int.from_bytes, self.rep
-        exact = exact_fingerprint_fn(model)     # the model's own fingerprint, if it gives one
+        exact = self.exact     # the model's own fingerprint, if it gives one
         cap = self.max_states if self.max_states is not None else sys.maxsize
         max_depth = self.max_depth
         state_checks = self.ledger.state_checks
         step_checks = self.ledger.step_checks
         wit_checks = self.ledger.wit_checks
         visitor = self.visitor
-        # States met recently, by value: a successor equal to one of them has its
-        # fingerprint without being encoded.  Only for a model that promises that
-        # equal states have equal encodings (Model.equal_states_encode_equally).
-        recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
+        recent = self.recent
         recent_get = recent.get if recent is not None else None
         on_state = visitor.state if visitor is not None else None
         on_edge = visitor.transition if visitor is not None else None
@@ -321,7 +333,7 @@ class Search(ModelCalls):
                         if visitor is not None:
                             visitor.dead_end(sfp, s)
                         if self.check_deadlock:
-                            self._dead_end(sfp, s, depth)
+                            self.found_dead_end(sfp, s, depth)
                         continue
                     for name in {a[0] for a in acts}:
                         ecounts[name] = eget(name, 0) + 1
@@ -357,10 +369,10 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception as e:
-                                raise self.error(f"the predicate of step property {chk[0]!r}", s, depth, e, act=a) from e
+                            except Exception:
+                                pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self._step_failures(s, sfp, i, a, t, h, depth)
+                                self.failed_step_check(s, sfp, i, a, t, h, depth)
                                 step_checks = self.ledger.step_checks
                         if h in visited:
                             if on_edge is not None:
@@ -381,10 +393,10 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception as e:
-                                raise self.error(f"the predicate of sometimes property {chk[0]!r}", t, d1, e, via=a) from e
+                            except Exception:
+                                pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self._witness(t, d1)
+                                self.reached_witness(t, d1, a)
                                 wit_checks = self.ledger.wit_checks
                         if state_checks:
                             try:
@@ -393,14 +405,16 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception as e:
-                                raise self.error(f"the predicate of property {chk[0]!r}", t, d1, e, via=a) from e
+                            except Exception:
+                                pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self._state_failures(t, h, d1)
+                                self.failed_state_check(t, h, d1, a)
                                 state_checks = self.ledger.state_checks
                         append((h, t))
                 self.ledger.levels.append({"level": depth, "frontier": len(frontier), "new": len(nxt),
                                            "distinct": len(visited), "seconds": time.perf_counter() - level_start})
+                if one_level:
+                    return      # the new states stay in self.nxt
                 frontier = nxt
                 depth = d1
         finally:
@@ -435,9 +449,16 @@ class Search(ModelCalls):
                 if self.visitor is not None:
                     self.visitor.dead_end(sfp, s)
                 if self.check_deadlock:
-                    self._dead_end(sfp, s, depth)
+                    self.found_dead_end(sfp, s, depth)
 
-    def _dead_end(self, sfp, s, depth) -> None:
+    # The slow paths: explore calls these when a state has no enabled action, or
+    # when a fast check of the properties tripped (one failed, was reached, or
+    # raised); each evaluates every check on its own.  They record what they find
+    # in the ledger and raise a ModelError for a predicate that raises.  A Spark
+    # partition (checker.spark.partition) overrides them to keep every outcome for
+    # its driver instead.
+
+    def found_dead_end(self, sfp, s, depth) -> None:
         if DEADLOCK in self.ledger.found_names:
             return
         try:
@@ -448,23 +469,24 @@ class Search(ModelCalls):
             self._record(DEADLOCK, "deadlock", sfp, None, depth,
                          "no action is enabled in the last state and model.is_terminal() is False")
 
-    def _witness(self, t, depth) -> None:
+    def reached_witness(self, t, depth, via=None) -> None:
+        """``via``: the action that reached ``t``, for the error message."""
         keep = []
         for name, pred in self.ledger.wit_checks:
-            if self.call_pred(name, pred, (t,), t, depth, None, kind="sometimes property"):
+            if self.call_pred(name, pred, (t,), t, depth, None, kind="sometimes property", via=via):
                 self.ledger.witnesses[name] = depth
             else:
                 keep.append((name, pred))
         self.ledger.wit_checks = keep
 
-    def _state_failures(self, t, h, depth) -> None:
+    def failed_state_check(self, t, h, depth, via=None) -> None:
         failed = [name for name, pred in self.ledger.state_checks
-                  if not self.call_pred(name, pred, (t,), t, depth, None)]
+                  if not self.call_pred(name, pred, (t,), t, depth, None, via=via)]
         self.ledger.state_checks = [c for c in self.ledger.state_checks if c[0] not in failed]
         for name in failed:
             self._record(name, ALWAYS, h, None, depth, self.message(name, "does not hold in the last state"))
 
-    def _step_failures(self, s, sfp, i, a, t, h, depth) -> None:
+    def failed_step_check(self, s, sfp, i, a, t, h, depth) -> None:
         failed = [name for name, pred in self.ledger.step_checks
                   if not self.call_pred(name, pred, (s, a, t), s, depth, a, kind="step property")]
         self.ledger.step_checks = [c for c in self.ledger.step_checks if c[0] not in failed]

@@ -19,7 +19,7 @@ import pytest
 
 from checker import bfs
 from checker.errors import ModelError, UsageError
-from checker.model import always, sometimes
+from checker.model import action, always, sometimes
 from checker.result import BOUNDED, DEADLOCK, OK, TIME_LIMIT
 from checker.search import Settings
 from checker.spark import check
@@ -331,6 +331,23 @@ def test_contract_breaches(sc):
         local = errors_of(lambda make=make: bfs.check(make()))
         spark = errors_of(lambda make=make: spark_check(make(), sc=sc))
         assert str(spark) == str(local), make.__name__
+
+
+class Wide(Chain):
+    """Chain(2) whose state 1 enables one action more than the Spark engine's 16-bit
+    action indices can number."""
+
+    def actions(self, s):
+        return [action("Inc", k=k) for k in range(0x10000 + 1)] if s == 1 else super().actions(s)
+
+
+def test_a_state_with_more_actions_than_16_bits_is_a_model_error_on_a_partition(sc):
+    """The local engine has no such limit; on a partition the state's level stops
+    with a model error that says so (every transition under the limit taken first)."""
+    assert bfs.check(Wide(2)).stats.distinct == 3
+    with pytest.raises(ModelError, match=r"more than 65535 actions at depth 1; the Spark engine numbers actions "
+                                         r"with 16 bits"):
+        spark_check(Wide(2), sc=sc)
 
 
 class Unpicklable(Grid):

@@ -11,6 +11,10 @@ smallest key wins, which is the transition that stores the state in the local
 engine).  A few dict increments per state and one ``bincount`` per partition and
 level; the driver adds them up level by level.
 
+The successors come from the search core, run on the partition's frontier for one
+level (checker.spark.partition.PartitionSearch): the local engine's loop, calls,
+checks and messages.
+
 A state is pickled once, where it is generated, and unpickled once, where it is
 expanded; the destination only selects.  That is why state properties and witnesses
 are evaluated at the source, on every successor: the destination then keeps the
@@ -20,24 +24,17 @@ outcomes of the states that turn out to be new.
 from __future__ import annotations
 
 import gc
-import struct
 import time
-from hashlib import blake2b
 from typing import Any
 
 import numpy as np
 
 from checker.errors import ModelError
-from checker.fingerprint import exact_fingerprint_fn
-from checker.search import RECENT_LIMIT
+from checker.spark.partition import PartitionSearch
 from checker.spark.tasks import (
-    CHUNK, EMPTY_I64, FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, REACHED, TAG_CAND,
-    WITNESS_RAISED, Context, context, dumps_states, error_text, frontier_states, keep_error, leave_collector, part_of, peak_rss,
+    CHUNK, EMPTY_I64, PH_DEAD, PH_STATE, TAG_CAND, Context, context, dumps_states, error_text, frontier_states,
+    keep_error, leave_collector, part_of, peak_rss,
 )
-
-_PACK = struct.Struct(">H").pack
-_PACKED = [_PACK(i) for i in range(256)]
-_NO_KEY = object()   # the parent's partition_key raised: no successor's key is it
 
 
 def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
@@ -78,271 +75,74 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
 
 
 def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: list, pid: int) -> None:
-    model = ctx.model
-    search = ctx.search
-    props = ctx.props
-    actions = model.actions
-    next_state = model.next_state
-    within = ctx.within
-    enc = ctx.encode
-    recent = ctx.recent
-    known = ctx.visited_before(params.get("known", ()))
-    recent_get = recent.get if recent is not None else None
-    b2, rep = blake2b, search.rep    # rep: repr of a state, cheaper (checker.fingerprint.state_repr_fn)
-    canon = ctx.canon    # the same repr, and a copy of the state that pickles its parts' values once
-    exact = exact_fingerprint_fn(model)    # the model's own fingerprint, if it gives one (no repr, no copy)
-    from_bytes = int.from_bytes
-    pack = _PACK
-    level = params["level"]
-    d1 = level + 1
-    sample = params.get("sample", 0)
-    step_checks = [(props[i].predicate, i) for i in params.get("steps", ())]
-    wit_checks = [(props[i].predicate, i) for i in params.get("witnesses", ())]
-    state_checks = [(props[i].predicate, i) for i in params.get("props", ())]
-    check_deadlock = params.get("deadlock", False)
-    boundary = params.get("boundary", False)
-    after = params.get("acting_after")
-    bound = params.get("bound")
-    counting = bound is not None
-    counts = stats["acts"]
-    cget = counts.get
-    ecounts = stats["enabled"]
-    eget = ecounts.get
-    name_ix: dict[str, int] = {}     # action name -> its index in this task's table (CAND name_ix)
-    n = params["n"]
-    # None: a state's partition is its fingerprint % n (or there is one partition).
-    place = ctx.place if params.get("placed") and n > 1 else None
-    # A successor whose key is its parent's very key object lives on the parent's
-    # partition, this one: most of them (the key is a part of the state that most
-    # actions leave as it is).  Only the others are hashed.
-    key_of = ctx.model.partition_key if place is not None else None
-    errors = stats["errors"]
-    steps_failed = stats["steps"]
-
-    f_fp = part[4]
-    keys = part[5]
-    kl = len(keys) // len(f_fp)
+    """The partition's level, through the search core (checker.spark.partition);
+    the level at max_depth only scanned (``_boundary``)."""
     states = frontier_states(part)
     stats["frontier"] = len(states)
-    fps_list = f_fp.tolist()
-    if counting:
-        bkey, bincl = bound
-        bstate = bkey[:kl]
+    frontier = list(zip(part[4].tolist(), states))
+    if params.get("boundary", False):
+        _boundary(ctx, params, frontier, part[5], stats)
+        return
+    search = PartitionSearch(ctx, params, frontier, part[5], stats, pid)
+    search.expand_level()
+    led = search.ledger
+    stats["acts"], stats["enabled"] = led.counts, led.enabled_counts
+    stats["gen"] = sum(led.counts.values())
+    stats["encoded"] = search.encoded
+    stats["sample_left"] = led.sample_left
+    if params.get("bound") is None:
+        out.append(search.record({}))
 
-    seen: set = set()
-    add_seen = seen.add
-    c_fp: list = []
-    c_par: list = []
-    c_act: list = []
-    c_key: list = []
-    c_state: list = []
-    c_flags: list = []   # (candidate index, prop, outcome, message)
-    c_name: list = []    # index in name_ix of the action that generated the candidate
-    c_dest: list = []    # the candidate's partition, when the model places states (place)
-    dest_append = c_dest.append
-    fp_append, par_append, act_append = c_fp.append, c_par.append, c_act.append
-    name_append = c_name.append
-    name_get = name_ix.get
-    key_append, state_append = c_key.append, c_state.append
-    prop_checks = bool(wit_checks or state_checks)
-    packed = _PACKED
-    generated = 0
-    encoded = 0
 
-    for j, s in enumerate(states):
-        sfp = fps_list[j]
+def _boundary(ctx: Context, params: dict, frontier: list, keys: bytes, stats: dict) -> None:
+    """The level at max_depth is not expanded: the key of its first state with an
+    enabled action (and of the first after ``acting_after``), which tells the driver
+    that the bound cut the search, and its first deadlock."""
+    model, search = ctx.model, ctx.search
+    level = params["level"]
+    kl = len(keys) // len(frontier)
+    after = params.get("acting_after")
+    check_deadlock = params.get("deadlock", False)
+    errors = stats["errors"]
+    for j, (sfp, s) in enumerate(frontier):
         key = keys[j * kl:(j + 1) * kl]
-        if counting and key > bstate:
-            break  # keys only grow from here on in this partition
-        if within is not None or boundary:
-            try:
-                inside = model.within_boundary(s)
-            except Exception as e:  # noqa: BLE001
-                keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
-                                     error_text(search.error("within_boundary(state)", s, level, e))))
-                continue
-            if not inside:
-                continue
         try:
-            acts = actions(s)
+            if not model.within_boundary(s):
+                continue
         except Exception as e:  # noqa: BLE001
             keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
-                                 error_text(search.error("actions(state)", s, level, e))))
+                                error_text(search.error("within_boundary(state)", s, level, e))))
             continue
         try:
-            if type(acts) is not list and (boundary or type(acts) is not tuple):
+            acts = model.actions(s)
+        except Exception as e:  # noqa: BLE001
+            keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1, error_text(search.error("actions(state)", s, level, e))))
+            continue
+        try:
+            if type(acts) is not list:
                 acts = search.as_list(acts, s, level)
-            if sample and not boundary and not counting:
-                search.check_actions(s, acts, level)
         except ModelError as e:
             keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1, error_text(e)))
             continue
-        if boundary:
-            if acts:
-                if stats["acting"] is None:
-                    stats["acting"] = key
-                if after is not None and stats["acting_after"] is None and key > after:
-                    stats["acting_after"] = key
-            elif check_deadlock and stats["dead"] is None:
-                _dead_end(ctx, key, sfp, s, level, stats)
-            continue
-        if not acts:
-            if check_deadlock and stats["dead"] is None and not counting:
-                _dead_end(ctx, key, sfp, s, level, stats)
-            continue
-        if len(acts) > MAX_INDEX:
-            keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
-                                 f"actions(state) returned {len(acts)} actions at depth {level}; the Spark engine "
-                                 f"numbers actions with 16 bits and supports at most {MAX_INDEX} per state"))
-            continue
-        for name in {a[0] for a in acts}:
-            ecounts[name] = eget(name, 0) + 1
-        if key_of is not None:
+        if acts:
+            if stats["acting"] is None:
+                stats["acting"] = key
+            if after is not None and stats["acting_after"] is None and key > after:
+                stats["acting_after"] = key
+        elif check_deadlock and stats["dead"] is None:
             try:
-                skey = key_of(s)
-            except Exception:  # noqa: BLE001 - every successor then goes through place, which words the error
-                skey = _NO_KEY
-        for i, a in enumerate(acts):
-            tkey = key + (packed[i] if i < 256 else pack(i))
-            if counting and (tkey > bkey or (tkey == bkey and not bincl)):
-                break
-            try:
-                t = next_state(s, a)
+                terminal = model.is_terminal(s)
             except Exception as e:  # noqa: BLE001
-                keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i,
-                                     error_text(search.error("next_state(state, action)", s, level, e, act=a))))
-                break
-            if sample and not counting:
-                sample -= 1
-                try:
-                    search.check_successor(s, a, t, level)
-                except ModelError as e:
-                    keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, error_text(e)))
-                    break
-                except Exception as e:  # noqa: BLE001 - next_state raised on the second call
-                    keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, error_text(
-                        search.error("next_state(state, action)", s, level, e, act=a))))
-                    break
-            name = a[0]
-            counts[name] = cget(name, 0) + 1
-            generated += 1
-            if counting:
+                keep_error(errors, (key, PH_DEAD, -1, "terminal", sfp, -1,
+                                    error_text(search.error("is_terminal(state)", s, level, e))))
                 continue
-            h = None if recent is None else recent_get(t)
-            c = t
-            if h is None:
-                encoded += 1
-                try:
-                    if exact is not None:
-                        h = exact(t)
-                    elif canon is not None:
-                        text, c = canon(t)
-                        h = from_bytes(b2(text.encode(), digest_size=8).digest(), "little", signed=True)
-                    else:
-                        h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
-                                       "little", signed=True)
-                except Exception as e:  # noqa: BLE001
-                    keep_error(errors, (tkey, PH_NEXT, -1, "trans", sfp, i, error_text(search.error(
-                        "exact_fingerprint(state)" if exact is not None else "encode(state)", t, d1, e, via=a))))
-                    break
-                if recent is not None:
-                    if len(recent) >= RECENT_LIMIT:
-                        recent.clear()
-                    recent[t] = h
-            if step_checks:
-                done = None
-                for chk in step_checks:
-                    try:
-                        ok = chk[0](s, a, t)
-                    except Exception as e:  # noqa: BLE001
-                        keep_error(errors, (tkey, PH_STEP, chk[1], "trans", sfp, i, error_text(search.error(
-                            f"the predicate of step property {props[chk[1]].name!r}", s, level, e, act=a))))
-                        done = (done or []) + [chk]
-                        continue
-                    if not ok:
-                        steps_failed[chk[1]] = (tkey, PH_STEP, chk[1], sfp, i, h)
-                        done = (done or []) + [chk]
-                if done:
-                    # Later outcomes of these properties in this partition cannot be the first.
-                    step_checks = [c for c in step_checks if c not in done]
-            if h in seen:
-                continue
-            add_seen(h)
-            if known is not None and h in known:
-                continue    # visited at an earlier level: the destination would drop it
-            if prop_checks:
-                # Fast path, as in checker.bfs: nothing reached, nothing fails, nothing
-                # raises.  Otherwise every predicate is evaluated on its own.
-                slow = False
-                try:
-                    for chk in wit_checks:
-                        if chk[0](t):
-                            slow = True
-                            break
-                    else:
-                        for chk in state_checks:
-                            if not chk[0](t):
-                                slow = True
-                                break
-                except Exception:  # noqa: BLE001
-                    slow = True
-                if slow:
-                    _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, len(c_fp), c_flags)
-            fp_append(h)
-            par_append(sfp)
-            act_append(i)
-            key_append(tkey)
-            state_append(c)
-            ni = name_get(name)
-            if ni is None:
-                ni = name_ix[name] = len(name_ix)
-            name_append(ni)
-            if place is not None:
-                try:
-                    same = key_of(t) is skey
-                except Exception:  # noqa: BLE001 - place words it as a model error
-                    same = False
-                dest_append(pid if same else place(t) % n)
-    stats["gen"] = generated
-    stats["encoded"] = encoded
-    stats["sample_left"] = sample
-    out.append((c_fp, c_par, c_act, c_key, c_state, c_flags, c_name, tuple(name_ix), c_dest if place else None))
-
-
-def _check_successor_props(search, props, wit_checks, state_checks, t, d1, a, index, flags) -> None:
-    """Witnesses, then state properties, on a successor that may be new; every
-    predicate on its own, so that the driver can tell which outcomes the local
-    engine would have seen."""
-    for pred, p in wit_checks:
-        try:
-            if pred(t):
-                flags.append((index, p, REACHED, None))
-        except Exception as e:  # noqa: BLE001
-            flags.append((index, p, WITNESS_RAISED, error_text(search.error(
-                f"the predicate of sometimes property {props[p].name!r}", t, d1, e, via=a))))
-    for pred, p in state_checks:
-        try:
-            if not pred(t):
-                flags.append((index, p, FAILED, None))
-        except Exception as e:  # noqa: BLE001
-            flags.append((index, p, PROP_RAISED, error_text(search.error(
-                f"the predicate of property {props[p].name!r}", t, d1, e, via=a))))
-
-
-def _dead_end(ctx: Context, key: bytes, sfp: int, s: Any, level: int, stats: dict) -> None:
-    try:
-        terminal = ctx.model.is_terminal(s)
-    except Exception as e:  # noqa: BLE001
-        keep_error(stats["errors"], (key, PH_DEAD, -1, "terminal", sfp, -1,
-                                      error_text(ctx.search.error("is_terminal(state)", s, level, e))))
-        return
-    if not terminal:
-        stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
+            if not terminal:
+                stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
 
 
 def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float, chunk: int):
     """One CAND record per destination (the successor's partition: its fingerprint
-    % n, or the model's placement, computed in _expand_states).  Successors that belong to this very
+    % n, or the model's placement, computed by checker.spark.partition.Candidates).  Successors that belong to this very
     partition and are in its visited set already are dropped here: they would be
     dropped on arrival, after being pickled and shipped for nothing."""
     if out:

@@ -153,7 +153,7 @@ class Rederive:
                 raise search.error("encode(state)", t, d + 1, e, via=a) from e
             raise ModelError(msg)
         t = model.next_state(s, a)
-        _raise_predicate_error(search, steps, (s, a, t), s, d, "step property", trips_when=False, act=a)
+        _raise_predicate_error(search, steps, (s, a, t), s, d, "step property", act=a)
         raise ModelError(msg)
 
     def _new_state_error(self, s, a, d: int, msg: str, wits: Checks, props: Checks):
@@ -161,26 +161,18 @@ class Rederive:
         ``next_state(s, a)``."""
         search = self.search
         t = self.model.next_state(s, a)
-        _raise_predicate_error(search, wits, (t,), t, d + 1, "sometimes property", trips_when=True, via=a)
-        _raise_predicate_error(search, props, (t,), t, d + 1, "property", trips_when=False, via=a)
+        _raise_predicate_error(search, wits, (t,), t, d + 1, "sometimes property", via=a)
+        _raise_predicate_error(search, props, (t,), t, d + 1, "property", via=a)
         raise ModelError(msg)
 
 
 def _raise_predicate_error(search: Search, checks: Checks, args: tuple, state, depth: int, kind: str,
-                           trips_when: bool, act=None, via=None) -> None:
+                           act=None, via=None) -> None:
     """Raise the error of the predicate in ``checks`` that raises on ``args``, as the
-    local engine meets it: it evaluates the checks in order and stops at the first that
-    trips (a property false, a witness true), so the one that raised is either met in
-    that pass or, if a check tripped first, among the rest, which ``call_pred`` runs.
-    Returns if none raises."""
-    try:
-        for chk in checks:
-            if bool(chk[1](*args)) is trips_when:
-                break
-        else:
-            chk = None
-    except Exception as e:  # noqa: BLE001
-        raise search.error(f"the predicate of {kind} {chk[0]!r}", state, depth, e, act=act, via=via) from e
-    if chk is not None:
-        for name, pred in checks:
-            search.call_pred(name, pred, args, state, depth, act, kind=kind)
+    local engine meets it: its fast pass stops at the first check that trips (a
+    property false, a witness true) or raises, and then its slow path
+    (``Search.failed_step_check`` and the like) evaluates every check in order
+    through ``call_pred``, so the first that raises is the one reported.  Returns if
+    none raises."""
+    for name, pred in checks:
+        search.call_pred(name, pred, args, state, depth, act, kind=kind, via=via)
