@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from checker.errors import ModelError
-from checker.spark.partition import PartitionSearch
+from checker.spark.partition import PartitionSearch, keep_dead_end
 from checker.spark.tasks import (
-    CHUNK, EMPTY_I64, PH_DEAD, PH_STATE, TAG_CAND, Context, context, dumps_states, error_text, frontier_states,
+    CHUNK, EMPTY_I64, PH_STATE, TAG_CAND, Context, context, dumps_states, error_text, frontier_states,
     keep_error, leave_collector, part_of, peak_rss,
 )
 
@@ -91,7 +91,7 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     stats["encoded"] = search.encoded
     stats["sample_left"] = led.sample_left
     if params.get("bound") is None:
-        out.append(search.record({}))
+        out.append(search.record())
 
 
 def _boundary(ctx: Context, params: dict, frontier: list, keys: bytes, stats: dict) -> None:
@@ -129,15 +129,8 @@ def _boundary(ctx: Context, params: dict, frontier: list, keys: bytes, stats: di
                 stats["acting"] = key
             if after is not None and stats["acting_after"] is None and key > after:
                 stats["acting_after"] = key
-        elif check_deadlock and stats["dead"] is None:
-            try:
-                terminal = model.is_terminal(s)
-            except Exception as e:  # noqa: BLE001
-                keep_error(errors, (key, PH_DEAD, -1, "terminal", sfp, -1,
-                                    error_text(search.error("is_terminal(state)", s, level, e))))
-                continue
-            if not terminal:
-                stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
+        elif check_deadlock:
+            keep_dead_end(search, stats, key, sfp, s, level)
 
 
 def _buckets(out: list, n: int, pid: int, v_fp, stats: dict, acc: Any, cpu: float, chunk: int):

@@ -46,6 +46,21 @@ PACKED = [PACK(i) for i in range(256)]
 NO_KEY = object()   # the parent's partition_key raised: no successor's key is it
 
 
+def keep_dead_end(search: Search, stats: dict, key: bytes, sfp: int, s: Any, depth: int) -> None:
+    """A state with no enabled action: the partition's first deadlock (unless the
+    model calls the state terminal), or the error of ``is_terminal``, with its key."""
+    if stats["dead"] is not None:
+        return
+    try:
+        terminal = search.model.is_terminal(s)
+    except Exception as e:  # noqa: BLE001
+        keep_error(stats["errors"], (key, PH_DEAD, -1, "terminal", sfp, -1,
+                                     error_text(search.error("is_terminal(state)", s, depth, e))))
+        return
+    if not terminal:
+        stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
+
+
 def action_key(i: int) -> bytes:
     """Action index ``i`` as the two bytes of an order key."""
     return PACKED[i] if i < 256 else PACK(i)
@@ -185,7 +200,7 @@ class PartitionSearch(Search):
         self.position = {fp: j for j, (fp, _) in enumerate(frontier)}
         self.stage: str | None = None    # where the last model error arose: "state", "trans" or "place"
         self.encoded = 0
-        self.recent = ctx.recent         # kept across the levels of the run, in the worker
+        self.recent = ctx.search.recent  # kept across the levels of the run, in the worker
         known = None if counting else ctx.visited_before(params.get("known", ()))
         if known is not None:
             self.visited = SeenOrKnown(known)
@@ -265,11 +280,12 @@ class PartitionSearch(Search):
         else:
             keep_error(self.errors, (key, PH_STATE, -1, "state", sfp, -1, error_text(e)))
 
-    def record(self, names: dict) -> tuple:
+    def record(self) -> tuple:
         """The candidates, as checker.spark.expand buckets them: fingerprints,
-        parents, action indices, keys, copies, flags, action-name indices (into
-        ``names``, filled here), destinations (None without placement)."""
+        parents, action indices, keys, copies, flags, action-name indices, the
+        names they index, destinations (None without placement)."""
         v = self.visitor
+        names: dict[str, int] = {}
         name_ix = []
         for name in v.names:
             ni = names.get(name)
@@ -301,17 +317,7 @@ class PartitionSearch(Search):
     # -- the slow paths: outcomes kept for the driver --------------------------------
 
     def found_dead_end(self, sfp, s, depth) -> None:
-        if self.stats["dead"] is not None:
-            return
-        key = self.key(sfp)
-        try:
-            terminal = self.model.is_terminal(s)
-        except Exception as e:  # noqa: BLE001
-            keep_error(self.errors, (key, PH_DEAD, -1, "terminal", sfp, -1,
-                                     error_text(self.error("is_terminal(state)", s, depth, e))))
-            return
-        if not terminal:
-            self.stats["dead"] = (key, PH_DEAD, -1, sfp, -1, 0)
+        keep_dead_end(self, self.stats, self.key(sfp), sfp, s, depth)
 
     def failed_step_check(self, s, sfp, i, a, t, h, depth) -> None:
         """Every step property on its own; a failure or an error is kept, and that

@@ -225,15 +225,11 @@ class Context:
         self.model: Model = model
         self.props = list(props)
         self.check_deadlock = check_deadlock
-        # checker.bfs's own search object, used for its contract checks and its error
-        # messages only, so that both engines word every failure the same way.
+        # A search core kept for the worker's run: its contract checks and error messages
+        # (the level at max_depth), its repr with its memo of parts, and its memo of
+        # recent successors (Search.recent), which the partitions' searches share, so
+        # that both last across the levels of a run.
         self.search = Search(model, self.props, Settings(keep_going=True, check_deadlock=check_deadlock))
-        t = type(model)
-        self.within = None if getattr(t, "within_boundary", None) is Model.within_boundary else model.within_boundary
-        self.encode = None if getattr(t, "encode", None) is Model.encode else model.encode
-        # Successors met recently, by value, with their fingerprints (checker.search's
-        # cache, Model.equal_states_encode_equally); kept across the levels of a run.
-        self.recent: dict | None = {} if getattr(model, "equal_states_encode_equally", False) else None
         self.known: set[int] = set()
         self.known_ids: set[int] = set()
         # Where a state lives: fingerprint % n, or the model's partition_key's hash % n.
