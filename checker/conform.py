@@ -310,9 +310,16 @@ class Harness:
         return result
 
     # -- both sides
-    def run(self, actions: Sequence[Action], init: State | None = None, *, source: str = "") -> Divergence | None:
+    def run(self, actions: Sequence[Action], init: State | None = None, *, source: str = "",
+            resume: tuple[Any, int] | None = None, keep: Callable[[int, Any], None] | None = None) -> Divergence | None:
         """Replay ``actions`` on the model (from ``init``, default its first initial
-        state) and on a fresh implementation; the first divergence, or None."""
+        state) and on a fresh implementation; the first divergence, or None.
+
+        ``resume``: ``(impl, i)``, an implementation that an earlier run of the
+        same first ``i`` actions left there, checked; the run goes on from it
+        instead of from a fresh one.  ``keep(i, impl)`` is called after each step
+        ``i`` that conforms (before settling).  :mod:`checker.prefixes` uses both
+        to replay a corpus's shared prefixes once."""
         self.runs += 1
         states, fps = self.walk(actions, init)   # NotInModel before the implementation runs
         actions = tuple(actions)
@@ -370,17 +377,23 @@ class Harness:
                 return obs, diverge(INITIAL if i == 0 else STATE, i, diff(view(model_obs(i)), view(obs)))
             return obs, None
 
-        try:
-            impl = self.factory(self.config)
+        if resume is None:
+            try:
+                impl = self.factory(self.config)
+                bounded = set(getattr(impl, "bounded", None) or ())
+            except Exception as e:  # noqa: BLE001
+                return diverge(RAISED, 0, detail=f"building it raised {_exc(e)}")
+            start = 0
+        else:
+            impl, start = resume
             bounded = set(getattr(impl, "bounded", None) or ())
-        except Exception as e:  # noqa: BLE001
-            return diverge(RAISED, 0, detail=f"building it raised {_exc(e)}")
         if bounded:
             vocabulary = [a for a in vocabulary if a.name not in bounded]
-        _, d = impl_obs(impl, 0)
-        if d or (d := probe(impl, 0)):
-            return d
-        for i, a in enumerate(actions, 1):
+        if resume is None:
+            _, d = impl_obs(impl, 0)
+            if d or (d := probe(impl, 0)):
+                return d
+        for i, a in enumerate(actions[start:], start + 1):
             try:
                 ok = impl.enabled(a)
             except Exception as e:  # noqa: BLE001
@@ -395,6 +408,8 @@ class Harness:
             _, d = impl_obs(impl, i)
             if d or (d := probe(impl, i)):
                 return d
+            if keep is not None:
+                keep(i, impl)
         if self.settle and hasattr(impl, "settle"):
             return self._settled(impl, states[-1], len(actions), diverge)
         return None

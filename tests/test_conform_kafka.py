@@ -23,6 +23,7 @@ import impl.zkclient as zkclient
 from checker.config import resolve
 from checker.conform import RAISED, REFUSED, STATE, Harness, covering_set, shrink
 from checker.graph import explore
+from checker.prefixes import pickled, replay
 from checker.trace import load_trace
 from impl.adapter import TOPIC, KafkaImplementation
 from spec.family import FAMILY
@@ -309,8 +310,7 @@ def test_covering_set_conforms(preset, overrides):
     h = harness(preset, overrides)
     cover = covering_set(explore(h.model))
     assert cover.covered == len(cover.graph.edges)
-    for init, acts in cover.traces:
-        d = h.run(acts, init)
+    for _, d in replay(h, cover.traces, snapshot=pickled):   # shared prefixes once: tests/test_prefixes.py
         assert d is None, d.render()
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import ast
 import json
 import os
-import pickle
 from pathlib import Path
 
 import pytest
 
 from checker.config import resolve
 from checker.graph import explore
+from checker.prefixes import pickled
 from checker.trace import load_trace
 from impl import zk as Z
 from impl.adapter import KafkaImplementation
@@ -34,10 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _canon(x) -> str:
     return json.dumps(x, sort_keys=True)
-
-
-def _snapshot(impl):
-    return pickle.loads(pickle.dumps(impl, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def walk_graph(preset: str, overrides: dict | None = None, *, probe: bool = False, every: int = 1) -> dict:
@@ -67,7 +63,7 @@ def walk_graph(preset: str, overrides: dict | None = None, *, probe: bool = Fals
             if not tree_edge and ei % every:
                 continue
             assert base.enabled(a), f"impl cannot do {a} after: {where()}"
-            im = _snapshot(base)
+            im = pickled(base)
             im.apply(a)
             got, want = im.observe(), model.observe(g.states[dst])
             if _canon(got) != _canon(want):
@@ -228,7 +224,7 @@ def walk_sample(preset: str, nodes: int) -> int:
     for n in picks:
         impl = KafkaImplementation(dict(cfg))
         for _src, a, dst in g.path_to(n) + [g.edges[ei] for ei in out[n]]:
-            im = impl if _src != n else _snapshot(impl)
+            im = impl if _src != n else pickled(impl)
             assert im.enabled(a), f"{preset}: impl cannot do {a} after {[str(e[1]) for e in g.path_to(_src)]}"
             im.apply(a)
             assert _canon(im.observe()) == _canon(model.observe(g.states[dst])), \

@@ -15,6 +15,7 @@ from checker import bfs
 from checker.config import resolve
 from checker.conform import Harness, covering_set
 from checker.graph import explore
+from checker.prefixes import pickled, replay
 from impl.adapter import TOPIC, KafkaImplementation
 from impl.replica_manager import NOT_LEADER_FOR_PARTITION
 from impl.zkclient import TopicPartition
@@ -117,8 +118,7 @@ def test_data_cache_with_a_crash_conforms_on_every_transition():
     h = Harness(m, KafkaImplementation, cfg)
     cover = covering_set(explore(m))
     assert cover.covered == len(cover.graph.edges) == 22_982
-    for init, acts in cover.traces:
-        d = h.run(acts, init)
+    for _, d in replay(h, cover.traces, snapshot=pickled):   # shared prefixes once: tests/test_prefixes.py
         assert d is None, d.render()
 
 
