@@ -21,7 +21,7 @@ An adapter of an in-process implementation can usually be copied with
 must be run trace by trace.  tests/test_prefixes.py compares the two ways on
 conforming and on broken implementations.
 
-    >>> from checker.conform import Harness, covering_set, explore
+    >>> from checker.conform import Harness
     >>> from checker.model import Model, action
     >>> class Counter(Model):
     ...     def init_states(self): return [0]
