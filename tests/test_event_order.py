@@ -21,8 +21,8 @@ from checker.bfs import check, replay_path
 from checker.config import resolve
 from checker.conform import Harness, covering_set
 from checker.graph import explore
-from checker.prefixes import pickled, replay
 from checker.model import action
+from checker.prefixes import pickled, replay
 from checker.result import OK
 from checker.trace import load_trace
 from impl.adapter import KafkaImplementation
