@@ -9,8 +9,11 @@ implementation, so it runs and checks every shared prefix again, once per trace.
 :func:`replay` runs each prefix once.  It walks the trie of the traces in the
 corpus's order; where a later trace leaves the path of the one being run (or ends on
 it), it keeps a copy of the implementation (``snapshot``), and that later trace goes
-on from the copy (``Harness.run(..., resume=)``).  A copy is dropped as soon as no
-trace still to come passes through it.
+on from the copy (``Harness.run(..., resume=)``).  A copy is dropped once the last
+trace through its node has run.  A copy that fails (``snapshot`` raises) is not
+kept: the traces that would go on from it start from a shallower copy or a fresh
+implementation.  A harness that probes every state of every run (``probed`` None, as
+while shrinking) shares nothing: its runs are made one by one.
 
 It gives what running the traces one by one gives, in the same order: each trace's
 first divergence or None, and the model-side errors (``NotInModel``) at the same
@@ -49,7 +52,6 @@ import pickle
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from checker.divergence import Divergence
-from checker.fingerprint import fingerprint_fn
 from checker.model import Action, State
 
 
@@ -61,22 +63,30 @@ def replay(harness: Any, traces: Iterable[tuple[State | None, Sequence[Action]]]
     implementation.  A ``NotInModel`` is raised at its trace's turn, as
     ``harness.run`` raises it."""
     traces = [(init, tuple(acts)) for init, acts in traces]
-    paths, through = _trie(harness, traces)
+    if harness.probed is None:
+        # Every run probes every state of its path (as while shrinking): a prefix
+        # run once would be probed once, so nothing is shared.
+        for k, (init, acts) in enumerate(traces):
+            yield k, harness.run(acts, init)
+        return
+    paths, through = _trie(traces)
     kept: dict[int, Any] = {}     # node -> a copy of the implementation after its step
     for k, ((init, acts), path) in enumerate(zip(traces, paths)):
         resume = None
         for j in range(len(path) - 1, 0, -1):
             node = path[j]
             if node in kept:
-                impl = kept.pop(node) if through[node] == 1 else snapshot(kept[node])
-                resume = (impl, j)
+                impl = kept.pop(node) if through[node] == 1 else _copy(snapshot, kept[node])
+                resume = None if impl is None else (impl, j)    # no copy: a fresh implementation
                 break
 
         def keep(i: int, impl: Any, path: list = path) -> None:
             node = path[i]
             later = through[node] - 1                          # traces after this one through node
             if later and node not in kept and (i + 1 == len(path) or through[path[i + 1]] < through[node]):
-                kept[node] = snapshot(impl)                    # one of them leaves this path here
+                copied = _copy(snapshot, impl)                 # one of them leaves this path here
+                if copied is not None:
+                    kept[node] = copied
 
         try:
             d = harness.run(acts, init, resume=resume, keep=keep)
@@ -95,16 +105,26 @@ def pickled(impl: Any) -> Any:
     return pickle.loads(pickle.dumps(impl, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _trie(harness: Any, traces: list) -> tuple[list[list[int]], list[int]]:
+def _copy(snapshot: Callable[[Any], Any], impl: Any) -> Any:
+    """``snapshot(impl)``, or None if it fails: the traces that would go on from
+    that copy run from a shallower one or a fresh implementation instead."""
+    try:
+        return snapshot(impl)
+    except Exception:  # noqa: BLE001 - sharing is only a saving
+        return None
+
+
+def _trie(traces: list) -> tuple[list[list[int]], list[int]]:
     """Each trace's path of trie nodes (its initial state's root, then one node per
-    step), and how many traces pass through each node."""
-    fp = fingerprint_fn(harness.model)
+    step), and how many traces pass through each node.  Initial states and actions
+    are told apart by ``repr``, not ``==``: ``Add(v=1)`` equals ``Add(v=True)``,
+    and an implementation may tell them apart."""
     roots: dict[Any, int] = {}
-    child: dict[tuple[int, Action], int] = {}
+    child: dict[tuple[int, str], int] = {}
     through: list[int] = []
     paths = []
     for init, acts in traces:
-        key = None if init is None else fp(init)
+        key = None if init is None else repr(init)
         node = roots.get(key)
         if node is None:
             node = roots[key] = len(through)
@@ -112,9 +132,10 @@ def _trie(harness: Any, traces: list) -> tuple[list[list[int]], list[int]]:
         through[node] += 1
         path = [node]
         for a in acts:
-            nxt = child.get((node, a))
+            edge = (node, repr(a))
+            nxt = child.get(edge)
             if nxt is None:
-                nxt = child[(node, a)] = len(through)
+                nxt = child[edge] = len(through)
                 through.append(0)
             node = nxt
             through[node] += 1

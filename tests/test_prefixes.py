@@ -167,3 +167,86 @@ def test_a_broken_kafka_broker_diverges_at_the_same_trace_and_step_either_way(bu
     want = first((k, a.run(acts, init)) for k, (init, acts) in enumerate(traces))
     assert want is not None
     assert first(replay(b, traces)) == want
+
+
+def test_actions_equal_but_told_apart_by_the_implementation_are_not_shared():
+    """``Add(v=1) == Add(v=True)``, but an implementation may act on the difference."""
+    class Add(Model):
+        def init_states(self):
+            return [0]
+
+        def actions(self, s):
+            return [action("Add", v=1), action("Add", v=True), action("Stop")] if s < 5 else []
+
+        def next_state(self, s, a):
+            return s + 1 if a.name == "Add" else 5
+
+    class AddImpl:
+        def __init__(self, config):
+            self.n = 0
+
+        def enabled(self, a):
+            return self.n < 5
+
+        def apply(self, a):
+            self.n = 5 if a.name == "Stop" else self.n + (2 if a.get("v") is True else 1)
+
+        def observe(self):
+            return self.n
+
+    traces = [(None, [action("Add", v=1), action("Stop")]), (None, [action("Add", v=True), action("Add", v=1)])]
+    assert shared(Harness(Add(), AddImpl, {}), traces) == one_by_one(Harness(Add(), AddImpl, {}), traces)
+    assert shared(Harness(Add(), AddImpl, {}), traces)[1][:2] == ("state", 1)
+
+
+def test_a_harness_that_probes_every_run_whole_shares_nothing():
+    """With ``probed`` None (as while shrinking) and each run's path as its
+    vocabulary, a later trace asks about its own actions on the shared prefix."""
+    a, b, c, d = action("A"), action("B"), action("C"), action("D")
+    graph = {0: {a: 1}, 1: {b: 2, c: 3}, 3: {d: 4}}
+
+    class G(Model):
+        def init_states(self):
+            return [0]
+
+        def actions(self, s):
+            return list(graph.get(s, {}))
+
+        def next_state(self, s, x):
+            return graph[s][x]
+
+    class Loose:              # enables D in state 1, where the model does not
+        def __init__(self, config):
+            self.s = 0
+
+        def enabled(self, x):
+            return x in graph.get(self.s, {}) or (self.s == 1 and x == d)
+
+        def apply(self, x):
+            self.s = graph[self.s][x]
+
+        def observe(self):
+            return self.s
+
+    traces = [(None, [a, b]), (None, [a, c, d])]
+
+    def harness():
+        h = Harness(G(), Loose, {}, probe_path=True)
+        h.probed = None
+        return h
+    want = one_by_one(harness(), traces)
+    assert want[1][:2] == ("extra", 1) and shared(harness(), traces) == want
+
+
+def test_a_copy_that_fails_falls_back_to_a_fresh_implementation():
+    calls = []
+
+    def flaky(impl):
+        calls.append(len(calls))
+        if len(calls) % 2:
+            raise TypeError("cannot copy")
+        return pickled(impl)
+
+    traces = [(None, [INC] * k + [DOUBLE] * (3 - k)) for k in range(4)] + [(None, [INC, INC, RESET])]
+    want = one_by_one(Harness(Mod(), ModImpl, {}), traces)
+    assert shared(Harness(Mod(), ModImpl, {}), traces, snapshot=flaky) == want and calls
