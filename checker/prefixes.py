@@ -20,9 +20,9 @@ first divergence or None, and the model-side errors (``NotInModel``) at the same
 trace.  That holds when the implementation is a function of the actions applied to
 it, and its copy behaves as it does; which is why the copy is the caller's choice.
 An adapter of an in-process implementation can usually be copied with
-``copy.deepcopy`` (the default) or :func:`pickled`; one that drives processes or sockets cannot, and
-must be run trace by trace.  tests/test_prefixes.py compares the two ways on
-conforming and on broken implementations.
+``copy.deepcopy`` (the default) or :func:`pickled`; one that drives processes or
+sockets cannot, and must be run trace by trace.  tests/test_prefixes.py compares the
+two ways on conforming and on broken implementations.
 
     >>> from checker.conform import Harness
     >>> from checker.model import Model, action
