@@ -134,6 +134,22 @@ class ModelCalls:
         err.depth = depth  # type: ignore[attr-defined]  # for a consumer that words it its own way (graph)
         return err
 
+    def unsteady(self, name, kind, state, depth, act=None, via=None) -> ModelError:
+        """A fast check tripped on predicate ``name`` (a property failed or a
+        witness held, or it raised) and the slow path, calling it again on the same
+        arguments, found that it did not: the search cannot go on from one answer
+        or the other, so it stops."""
+        first = "held or raised" if kind.startswith("sometimes") else "failed or raised"
+        what = f" for action {act}" if act is not None else ""
+        how = f" (reached by action {via})" if via is not None else ""
+        err = ModelError(
+            f"model error: the predicate of {kind} {name!r} is not deterministic: it {first}, then did not, "
+            f"when called twice{what} at depth {depth}, in state {describe_state(self.model, state)}{how}. "
+            f"A predicate must depend on its arguments alone: fix the property."
+        )
+        err.depth = depth  # type: ignore[attr-defined]
+        return err
+
     def nondeterministic(self, act, state, depth, want, got) -> ModelError:
         return nondeterministic(self.model, act, state, depth, want, got)
 

@@ -372,7 +372,7 @@ class Search(ModelCalls):
                             except Exception:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self.failed_step_check(s, sfp, i, a, t, h, depth)
+                                self.failed_step_check(s, sfp, i, a, t, h, depth, chk[0])
                                 step_checks = self.ledger.step_checks
                         if h in visited:
                             if on_edge is not None:
@@ -396,7 +396,7 @@ class Search(ModelCalls):
                             except Exception:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self.reached_witness(t, d1, a)
+                                self.reached_witness(t, d1, a, chk[0])
                                 wit_checks = self.ledger.wit_checks
                         if state_checks:
                             try:
@@ -408,7 +408,7 @@ class Search(ModelCalls):
                             except Exception:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
-                                self.failed_state_check(t, h, d1, a)
+                                self.failed_state_check(t, h, d1, a, chk[0])
                                 state_checks = self.ledger.state_checks
                         append((h, t))
                 self.ledger.levels.append({"level": depth, "frontier": len(frontier), "new": len(nxt),
@@ -454,7 +454,9 @@ class Search(ModelCalls):
     # The slow paths: explore calls these when a state has no enabled action, or
     # when a fast check of the properties tripped (one failed, was reached, or
     # raised); each evaluates every check on its own.  They record what they find
-    # in the ledger and raise a ModelError for a predicate that raises.  A Spark
+    # in the ledger and raise a ModelError for a predicate that raises, or that
+    # gives another answer than the fast check had (``tripped``: the check that
+    # tripped there; a predicate that is not deterministic).  A Spark
     # partition (checker.spark.partition) overrides them to keep every outcome for
     # its driver instead.
 
@@ -469,26 +471,33 @@ class Search(ModelCalls):
             self._record(DEADLOCK, "deadlock", sfp, None, depth,
                          "no action is enabled in the last state and model.is_terminal() is False")
 
-    def reached_witness(self, t, depth, via=None) -> None:
-        """``via``: the action that reached ``t``, for the error message."""
+    def reached_witness(self, t, depth, via=None, tripped=None) -> None:
+        """``via``: the action that reached ``t``, for the error message;
+        ``tripped``: the witness the fast check found (or that raised there)."""
         keep = []
         for name, pred in self.ledger.wit_checks:
             if self.call_pred(name, pred, (t,), t, depth, None, kind="sometimes property", via=via):
                 self.ledger.witnesses[name] = depth
             else:
                 keep.append((name, pred))
+        if tripped is not None and len(keep) == len(self.ledger.wit_checks):
+            raise self.unsteady(tripped, "sometimes property", t, depth, via=via)
         self.ledger.wit_checks = keep
 
-    def failed_state_check(self, t, h, depth, via=None) -> None:
+    def failed_state_check(self, t, h, depth, via=None, tripped=None) -> None:
         failed = [name for name, pred in self.ledger.state_checks
                   if not self.call_pred(name, pred, (t,), t, depth, None, via=via)]
+        if tripped is not None and not failed:
+            raise self.unsteady(tripped, "property", t, depth, via=via)
         self.ledger.state_checks = [c for c in self.ledger.state_checks if c[0] not in failed]
         for name in failed:
             self._record(name, ALWAYS, h, None, depth, self.message(name, "does not hold in the last state"))
 
-    def failed_step_check(self, s, sfp, i, a, t, h, depth) -> None:
+    def failed_step_check(self, s, sfp, i, a, t, h, depth, tripped=None) -> None:
         failed = [name for name, pred in self.ledger.step_checks
                   if not self.call_pred(name, pred, (s, a, t), s, depth, a, kind="step property")]
+        if tripped is not None and not failed:
+            raise self.unsteady(tripped, "step property", s, depth, act=a)
         self.ledger.step_checks = [c for c in self.ledger.step_checks if c[0] not in failed]
         for name in failed:
             self._record(name, ALWAYS, sfp, (i, h), depth + 1,

@@ -378,6 +378,42 @@ def test_contract_breaches_are_model_errors():
         check(Flaky())
 
 
+def two_answers(first, then, at=Pos(1, 1)):
+    """A predicate that is not deterministic on state ``at`` (the last argument):
+    its odd calls there give ``first`` (an exception is raised), its even calls
+    ``then``; elsewhere it gives ``then``.  The search's fast check makes the
+    first call and its slow path the second."""
+    calls = [0]
+
+    def pred(*args):
+        if args[-1] != at:
+            return then
+        calls[0] += 1
+        if calls[0] % 2:
+            if isinstance(first, Exception):
+                raise first
+            return first
+        return then
+    return pred
+
+
+@pytest.mark.parametrize("prop, said", [
+    (always("Shaky", two_answers(False, True)), "property 'Shaky' is not deterministic: it failed or raised, then"),
+    (always("Shaky", two_answers(KeyError("zk"), True)), "property 'Shaky' is not deterministic: it failed or raised"),
+    (sometimes("Shaky", two_answers(True, False)), "sometimes property 'Shaky' is not deterministic: it held or"),
+    (always("Shaky", two_answers(False, True), step=True), "step property 'Shaky' is not deterministic: it failed"),
+], ids=["false-then-true", "raise-then-true", "witness-true-then-false", "step-false-then-true"])
+def test_a_predicate_that_changes_its_answer_is_a_model_error(prop, said):
+    """The fast check and the slow path that words what it found call a predicate
+    once each: when they disagree, that is said, rather than taking either answer."""
+    with pytest.raises(ModelError) as e:
+        check(Grid(2), properties=[always("Fine", lambda s: True), prop])
+    msg = str(e.value)
+    step = "step property" in said    # a step's predicate is called on (x=1, y=0), IncY, (1, 1)
+    assert said in msg and f" at depth {1 if step else 2}" in msg and "fix the property" in msg, msg
+    assert ("(reached by action Inc" in msg) != step and ("for action IncY()" in msg) == step, msg
+
+
 # -- progress and determinism ------------------------------------------------------------
 
 def test_progress_lines():

@@ -24,7 +24,7 @@ from checker.result import BOUNDED, DEADLOCK, OK, TIME_LIMIT
 from checker.search import Settings
 from checker.spark import check
 from tests.spark_support import same, spark_module, summary
-from tests.test_bfs import Flaky, SetActions
+from tests.test_bfs import Flaky, SetActions, two_answers
 from tests.toys import (Chain, DieHard, ExactDieHard, ExactGrid, Glitch, Graph, Grid, PlacedGraph, Raising, SetState,
                         Unbounded, Vacuous)
 
@@ -324,6 +324,18 @@ def test_raising_predicates(sc, prop):
     spark = errors_of(lambda: spark_check(Grid(3), sc=sc, properties=[prop]))
     assert str(spark) == str(local)
     assert type(spark.__cause__) is type(local.__cause__)
+
+
+@pytest.mark.parametrize("prop", [
+    always("Shaky", two_answers(False, True)), always("Shaky", two_answers(KeyError("zk"), True)),
+    sometimes("Shaky", two_answers(True, False)), always("Shaky", two_answers(False, True), step=True),
+], ids=["false-then-true", "raise-then-true", "witness-true-then-false", "step-false-then-true"])
+def test_a_predicate_that_changes_its_answer(sc, prop):
+    """A partition keeps it as the predicate's error, which the driver reports as
+    the local engine does."""
+    local = errors_of(lambda: bfs.check(Grid(3), properties=[prop]))
+    spark = errors_of(lambda: spark_check(Grid(3), sc=sc, properties=[prop]))
+    assert str(spark) == str(local) and "is not deterministic" in str(local)
 
 
 def test_contract_breaches(sc):

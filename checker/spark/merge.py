@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from checker.spark.tasks import (
-    CHUNK, EMPTY_I32, EMPTY_I64, EMPTY_U32, KEY_BYTES, PH_PROP, PH_WITNESS, REACHED, TAG_PART, WITNESS_RAISED,
-    keep_error, leave_collector, peak_rss,
+    CHUNK, EMPTY_I32, EMPTY_I64, EMPTY_U32, KEY_BYTES, PH_PROP, PH_WITNESS, PROP_RAISED, REACHED, SAID, TAG_PART,
+    WITNESS_RAISED, WITNESS_UNSTEADY, keep_error, leave_collector, peak_rss,
 )
 
 
@@ -171,8 +171,9 @@ def _outcomes(blobs, n_src, n_pos, n_keys, n_fp, n_par, n_act, stats) -> None:
         key = raw[j * kl:(j + 1) * kl]
         for prop, outcome, msg in got:
             if outcome >= WITNESS_RAISED:
-                phase = PH_WITNESS if outcome == WITNESS_RAISED else PH_PROP
-                keep_error(errors, (key, phase, prop, "new", int(n_par[j]), int(n_act[j]), msg))
+                phase = PH_WITNESS if outcome in (WITNESS_RAISED, WITNESS_UNSTEADY) else PH_PROP
+                kind = "new" if outcome <= PROP_RAISED else SAID
+                keep_error(errors, (key, phase, prop, kind, int(n_par[j]), int(n_act[j]), msg))
             elif prop not in events:
                 phase = PH_WITNESS if outcome == REACHED else PH_PROP
                 events[prop] = (key, phase, prop, int(n_par[j]), int(n_act[j]), int(n_fp[j]))

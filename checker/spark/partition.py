@@ -37,8 +37,8 @@ from typing import Any
 from checker.errors import ModelError
 from checker.search import Search, Settings, StopSearch, Visitor
 from checker.spark.tasks import (
-    FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, REACHED, WITNESS_RAISED, Context, error_text,
-    keep_error,
+    FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, PROP_UNSTEADY, REACHED, SAID, WITNESS_RAISED,
+    WITNESS_UNSTEADY, Context, error_text, keep_error,
 )
 
 PACK = struct.Struct(">H").pack
@@ -319,10 +319,11 @@ class PartitionSearch(Search):
     def found_dead_end(self, sfp, s, depth) -> None:
         keep_dead_end(self, self.stats, self.key(sfp), sfp, s, depth)
 
-    def failed_step_check(self, s, sfp, i, a, t, h, depth) -> None:
+    def failed_step_check(self, s, sfp, i, a, t, h, depth, tripped=None) -> None:
         """Every step property on its own; a failure or an error is kept, and that
         property is no longer checked in this partition (a later outcome of it here
-        cannot be the level's first)."""
+        cannot be the level's first).  If none failed or raised, the one that
+        tripped the fast check is not deterministic: that is kept as its error."""
         led = self.ledger
         tkey = self.key(sfp) + action_key(i)
         keep = []
@@ -338,12 +339,18 @@ class PartitionSearch(Search):
                 self.steps_failed[p] = (tkey, PH_STEP, p, sfp, i, h)
                 continue
             keep.append((name, pred))
+        if tripped is not None and len(keep) == len(led.step_checks):
+            keep_error(self.errors, (tkey, PH_STEP, led.index[tripped], SAID, sfp, i, error_text(
+                self.unsteady(tripped, "step property", s, depth, act=a))))
         led.step_checks = keep
 
-    def reached_witness(self, t, depth, via=None) -> None:
-        """Every witness on the candidate just stored, each on its own; all stay checked."""
+    def reached_witness(self, t, depth, via=None, tripped=None) -> None:
+        """Every witness on the candidate just stored, each on its own; all stay
+        checked.  If none held or raised, ``tripped`` is not deterministic
+        (Search.reached_witness): kept as its error."""
         index = len(self.visitor.fps) - 1
         led = self.ledger
+        flagged = len(self.flags)
         for name, pred in led.wit_checks:
             try:
                 if pred(t):
@@ -351,12 +358,17 @@ class PartitionSearch(Search):
             except Exception as e:  # noqa: BLE001
                 self.flags.append((index, led.index[name], WITNESS_RAISED, error_text(self.error(
                     f"the predicate of sometimes property {name!r}", t, depth, e, via=via))))
+        if tripped is not None and len(self.flags) == flagged:
+            self.flags.append((index, led.index[tripped], WITNESS_UNSTEADY, error_text(
+                self.unsteady(tripped, "sometimes property", t, depth, via=via))))
 
-    def failed_state_check(self, t, h, depth, via=None) -> None:
+    def failed_state_check(self, t, h, depth, via=None, tripped=None) -> None:
         """Every state property on the candidate just stored, each on its own; all
-        stay checked."""
+        stay checked.  If none failed or raised, ``tripped`` is not deterministic
+        (Search.failed_state_check): kept as its error."""
         index = len(self.visitor.fps) - 1
         led = self.ledger
+        flagged = len(self.flags)
         for name, pred in led.state_checks:
             try:
                 if not pred(t):
@@ -364,3 +376,6 @@ class PartitionSearch(Search):
             except Exception as e:  # noqa: BLE001
                 self.flags.append((index, led.index[name], PROP_RAISED, error_text(self.error(
                     f"the predicate of property {name!r}", t, depth, e, via=via))))
+        if tripped is not None and len(self.flags) == flagged:
+            self.flags.append((index, led.index[tripped], PROP_UNSTEADY, error_text(
+                self.unsteady(tripped, "property", t, depth, via=via))))

@@ -18,7 +18,7 @@ from checker.fingerprint import format_fingerprint
 from checker.model import Model
 from checker.result import Step, Violation
 from checker.search import Search, replay_chain
-from checker.spark.tasks import MAX_INDEX
+from checker.spark.tasks import MAX_INDEX, SAID
 
 Checks = list   # [(property name, predicate)], the properties still checked at a key
 
@@ -78,8 +78,11 @@ class Rederive:
         properties it still checks there (``steps``, ``wits``, ``props``), so that
         the same ModelError is raised with the model's exception chained.  If the
         model does not fail again (it is not deterministic), raise the executor's
-        message."""
+        message; as for a predicate that the executor found not deterministic
+        (``kind`` SAID), whose message is already the local engine's."""
         key, phase, prop, kind, fp, idx, msg = err
+        if kind == SAID:
+            raise ModelError(msg)
         model = self.model
         d = level
         try:

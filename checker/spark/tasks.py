@@ -111,8 +111,10 @@ PH_STATE, PH_DEAD = 0, 1
 PH_NEXT, PH_STEP, PH_CAP, PH_WITNESS, PH_PROP = 0, 1, 2, 3, 4
 
 # Outcomes in CAND flags: a state property fails, a witness is reached, a
-# witness's or a state property's predicate raises.
-FAILED, REACHED, WITNESS_RAISED, PROP_RAISED = 0, 1, 2, 3
+# witness's or a state property's predicate raises, or gives the slow path another
+# answer than the fast check (not deterministic: its message is final, SAID).
+FAILED, REACHED, WITNESS_RAISED, PROP_RAISED, WITNESS_UNSTEADY, PROP_UNSTEADY = 0, 1, 2, 3, 4, 5
+SAID = "said"   # the kind of an error whose message the driver reports as it is (checker.spark.rederive)
 
 _NEW = tuple.__new__
 
