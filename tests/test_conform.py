@@ -4,6 +4,7 @@ implementation written separately (tests/conform_toys.py), with deliberate bugs.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -377,6 +378,35 @@ def test_cli_probe_finds_an_extra_action_and_the_trace_keeps_it(tmp_path):
     assert list(tmp_path.glob("*.json")) == [saved]
 
 
+def _said(r, traces) -> tuple:
+    """What a kmc conform run said and saved, without its timings, its --traces-dir
+    and the steps note of --share-prefixes."""
+    out = re.sub(r"\(\d+\.\d s\)|; \d+ steps run, each shared prefix once", "", r.stdout)
+    saved = {p.name: p.read_text() for p in sorted(traces.glob("*.json"))}   # the command that made it, too
+
+    def plain(text: str) -> str:
+        return text.replace(" --share-prefixes", "").replace(str(traces), "DIR")
+    return r.returncode, plain(out), plain(r.stderr), {name: plain(doc) for name, doc in saved.items()}
+
+
+@pytest.mark.parametrize("bug, probe", [("none", False), ("none", True), *((b, False) for b in sorted(BUGS)),
+                                        ("failover-unbounded", True)])
+def test_cli_shared_prefixes_say_and_save_what_trace_by_trace_does(tmp_path, bug, probe):
+    """--share-prefixes: the same verdict, divergence, shrunk trace and message
+    (checker.prefixes, proved on its own in tests/test_prefixes.py)."""
+    runs = []
+    for i, extra in enumerate(([], ["--share-prefixes"])):
+        args = [*MODEL, "--preset", "deeper", "--set", f"bug={bug}", "--traces-dir", tmp_path / str(i), "--quiet",
+                *(["--probe"] if probe else []), *extra]
+        runs.append(kmc("conform", *args))
+        assert runs[-1].returncode == (0 if bug == "none" else 1), runs[-1].stdout + runs[-1].stderr
+    assert _said(runs[0], tmp_path / "0") == _said(runs[1], tmp_path / "1")
+    if bug == "none":
+        steps = [int(m) for m in re.findall(r"(\d+) steps run, each shared prefix once", runs[1].stdout)]
+        total = int(re.search(r"replayed \d+ traces, (\d+) steps", runs[1].stdout).group(1))
+        assert len(steps) == 1 and steps[0] < total / 2, runs[1].stdout
+
+
 def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
     r = kmc("conform", *MODEL, "--preset", "hw-past-follower", "--traces-dir", tmp_path, "--quiet")
     doc = json.loads(next(tmp_path.glob("*.json")).read_text())
@@ -393,6 +423,7 @@ def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
     ((*MODEL, "--preset", "nope"), "unknown preset 'nope'"),
     (("--model", "tests.conform_toys:NO_IMPL", "--preset", "tiny"), "has no implementation"),
     (("--set", "bug=none", "README.md"), "--set needs --preset"),
+    (("--share-prefixes", "README.md"), "--share-prefixes needs --preset P"),
     (("README.md",), "trace file 'README.md': not valid JSON"),
     ((*MODEL, "--preset", "deeper", "--max-states", "10"), "or replay random walks only (--walks N)"),
 ])

@@ -62,6 +62,7 @@ COMMANDS: dict[str, Entry] = {
     "kmc conform traces/known/ControllerEpochFencing-zombie-86b9dc15.json": Entry("fast"),
     "kmc conform --preset failover --max-states 1000 --walks 100 --depth 60": Entry("slow"),
     "kmc conform --preset tiny --probe": Entry("slow"),
+    "kmc conform --preset tiny --share-prefixes": Entry("slow"),
     "kmc check --preset zombie --property EventuallyLeaderElected": Entry("fast"),
     "kmc replay traces/EventuallyLeaderElected-zombie-5d5ff32b.json": Entry(
         "fast", needs=("kmc check --preset zombie --property EventuallyLeaderElected",)),
