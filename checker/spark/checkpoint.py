@@ -296,6 +296,25 @@ def partitions_of(sc: Any, directory: str) -> int:
                      f"start the run again with an empty --checkpoint DIR")
 
 
+def identity(model: Any, props: list, partitions: int, probe: str | None, *, max_depth: int | None,
+             max_states: int | None, keep_going: bool, check_deadlock: bool) -> dict:
+    """What a resumed run must share with the run that wrote the checkpoint: the
+    model, its version and configuration, the properties, the bounds, the number of
+    partitions and, for states placed by ``partition_key``, where the key places a
+    probe of states (``probe``; None: placed by fingerprint)."""
+    try:
+        config = json.loads(json.dumps(dict(model.config()), default=repr))
+    except Exception:  # noqa: BLE001 - a configuration JSON cannot hold is compared by its repr
+        config = repr(model.config())
+    return {
+        "model": model.name, "version": str(model.version), "config": config,
+        "properties": [p.name for p in props], "max_depth": max_depth,
+        "max_states": max_states, "keep_going": keep_going,
+        "check_deadlock": check_deadlock, "partitions": partitions,
+        **({"placement": "partition_key", "placement_probe": probe} if probe is not None else {}),
+    }
+
+
 def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
     level, state = _newest(sc, directory)
     _CHECKED.pop(directory, None)       # the run goes on writing there

@@ -50,7 +50,6 @@ driver), ``session`` (the SparkContext) and ``checkpoint`` (saving levels).
 from __future__ import annotations
 
 import gc
-import json
 import math
 import os
 import time
@@ -589,17 +588,11 @@ class _Run(Counters):
     def _identity(self) -> dict:
         if self.place is not None and self.probe is None:
             self.probe = placement_probe(self.model, self.place, self.fp)
-        try:
-            config = json.loads(json.dumps(dict(self.model.config()), default=repr))
-        except Exception:  # noqa: BLE001
-            config = repr(self.model.config())
-        return {
-            "model": self.model.name, "version": str(self.model.version), "config": config,
-            "properties": [p.name for p in self.props], "max_depth": self.max_depth,
-            "max_states": self.max_states, "keep_going": self.keep_going,
-            "check_deadlock": self.check_deadlock, "partitions": self.n,
-            **({"placement": "partition_key", "placement_probe": self.probe} if self.place is not None else {}),
-        }
+        from checker.spark import checkpoint as ckpt
+
+        return ckpt.identity(self.model, self.props, self.n, self.probe if self.place is not None else None,
+                             max_depth=self.max_depth, max_states=self.max_states, keep_going=self.keep_going,
+                             check_deadlock=self.check_deadlock)
 
     def _state(self) -> dict:
         return self.state(self._identity(), self.prior_seconds + time.perf_counter() - self.start)
