@@ -50,3 +50,31 @@ def test_the_extracted_checker_is_removed_on_the_way_out(tmp_path):
                         "tiny"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert list(scratch.iterdir()) == []
+
+
+def presets_bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "presets.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_presets_bad_flags_are_one_line_errors():
+    for args, says in ((["nope"], "unknown preset 'nope': name one of tiny, "),
+                       (["--repeat", "0", "tiny"], "--repeat 0: give a whole number of runs, 1 or more"),
+                       (["--repeat", "x"], "--repeat x: give a whole number of runs"),
+                       (["--repeat"], "argument --repeat: expected one argument; see --help"),
+                       (["--bogus"], "unrecognized arguments: --bogus; see --help")):
+        r = presets_bench(*args)
+        assert (r.returncode, r.stdout, r.stderr.count("\n")) == (2, "", 1), (args, r)
+        assert says in r.stderr and f"(reproduce: python benchmarks/presets.py {' '.join(args)})" in r.stderr
+
+
+def test_presets_measures_cpu_against_the_baseline():
+    r = presets_bench("tiny", "unclean")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
+            if line.split() and line.split()[0] in ("tiny", "unclean")}
+    assert rows["tiny"][1:4] == ["ok", "1176", "18"] and rows["unclean"][1:4] == ["violated", "293", "7"]
+    assert float(rows["tiny"][-2]) == 1.0     # the baseline against itself
+    cpu, rate, tree = (float(x) for x in rows["unclean"][4:7])
+    assert 0 < cpu <= tree and abs(rate * cpu - 293) <= 0.005 * rate + 1    # cpu is printed to 0.01 s
+    assert r.stdout.startswith("# load average ") and "# load average " in r.stdout.splitlines()[-1]
