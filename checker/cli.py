@@ -406,7 +406,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "preset", None) is not None and not args.preset.strip():
             raise UsageError(f"--preset {args.preset!r} names no preset; pick one with --preset NAME "
                              f"(see kmc list presets), or leave --preset out for the default")
-        return int(args.func(args, command))
+        try:
+            return int(args.func(args, command))
+        except SystemExit as e:
+            # No command of kmc exits by raising SystemExit; one that reaches here was
+            # raised by the code the run called (a model, a property, an adapter).
+            raise ModelError(f"model or user code called sys.exit({e.code!r}) (raised SystemExit) during the "
+                             f"run; a model, property or adapter must return or raise an exception, never "
+                             f"exit the process: fix it") from e
     except _ArgError as e:
         msg = str(e).replace("\n", " ")
         bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", msg)

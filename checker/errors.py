@@ -14,6 +14,13 @@ from __future__ import annotations
 import os
 
 
+# What the checker catches from model and user code (a model, a property, an
+# adapter) and reports as that code's error: every Exception, and SystemExit too,
+# since a ``sys.exit()`` in a predicate or ``next_state`` would otherwise end the run
+# with its own status, as if the search had finished.
+USER_CODE_ERRORS = (Exception, SystemExit)
+
+
 class UsageError(Exception):
     """Bad input from the user: exit status 2, one line, no traceback."""
 

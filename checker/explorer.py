@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from checker.errors import ModelError, UsageError
+from checker.errors import USER_CODE_ERRORS, ModelError, UsageError
 from checker.fingerprint import fingerprint, format_fingerprint
 from checker.model import ALWAYS, Action, Model, Property
 from checker.replay import ReplayStep
@@ -112,7 +112,7 @@ class Explorer:
             act = enabled[i]
             try:
                 states.append(self.model.next_state(states[-1], act))
-            except Exception as e:  # the model broke its contract: say where
+            except USER_CODE_ERRORS as e:  # the model broke its contract: say where
                 raise ModelError(f"next_state raised {type(e).__name__}: {e} at step {depth} ({act})") from e
             actions.append(act)
             enabled = self._enabled(states[-1])

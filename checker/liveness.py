@@ -48,7 +48,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from checker.errors import ModelError, UsageError
+from checker.errors import USER_CODE_ERRORS, ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.graph import DEFAULT_MAX_STATES, GraphBuilder, StateGraph, explore
 from checker.model import EVENTUALLY, Action, Model, Property
@@ -111,7 +111,7 @@ def to_violation(v: Lasso) -> Violation:
 def _call(pred: Callable, state: Any, what: str, node: int, g: StateGraph) -> bool:
     try:
         return bool(pred(state))
-    except Exception as e:  # noqa: BLE001 - model code
+    except USER_CODE_ERRORS as e:  # noqa: BLE001 - model code
         raise ModelError(f"{what} raised {_exc(e)} on a state at depth {g.depth[node]}") from e
 
 
@@ -128,7 +128,7 @@ class _Fairness:
         if f is None:
             try:
                 f = self.cache[a] = bool(self.model.fair(a))
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise ModelError(f"{getattr(self.model, 'name', 'model')}.fair({a}) raised {_exc(e)}") from e
         return f
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from checker.errors import ModelError
+from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.fingerprint import exact_fingerprint_fn, format_fingerprint, validate_state
 from checker.model import Action, Model, State
 from checker.result import Step
@@ -26,10 +26,10 @@ __all__ = ["ModelCalls", "describe_state", "nondeterministic", "replay_chain"]
 def describe_state(model: Model, state: State) -> str:
     try:
         return json.dumps(model.describe(state), default=repr)
-    except Exception:
+    except USER_CODE_ERRORS:
         try:
             return repr(state)
-        except Exception:
+        except USER_CODE_ERRORS:
             return f"<unprintable {type(state).__name__}>"
 
 
@@ -43,7 +43,7 @@ class ModelCalls:
     def call_pred(self, name, pred, args, state, depth, act, kind="property", via=None):
         try:
             return pred(*args)
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise self.error(f"the predicate of {kind} {name!r}", state, depth, e, act=act, via=via) from e
 
     def as_list(self, acts, s, depth) -> list:
@@ -54,7 +54,7 @@ class ModelCalls:
             )
         try:
             return list(acts)
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise self.error("actions(state) (while iterating its result)", s, depth, e) from e
 
     def check_actions(self, s, acts, depth) -> None:
@@ -71,7 +71,7 @@ class ModelCalls:
                 raise ModelError(f"{e} (action arguments must be JSON-representable)") from None
         try:
             again = list(self.model.actions(s))
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise self.error("actions(state)", s, depth, e) from e
         if again != list(acts):
             raise ModelError(
@@ -95,11 +95,11 @@ class ModelCalls:
                 self.fp(t)      # checked: an int in the signed 64-bit range
             except ModelError as e:
                 raise ModelError(f"{e} (the state that action {a} produced at depth {depth + 1})") from None
-            except Exception as e:
+            except USER_CODE_ERRORS as e:
                 raise self.error("exact_fingerprint(state)", t, depth + 1, e, via=a) from e
         try:
             again = self.model.next_state(s, a)
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise self.error("next_state(state, action)", s, depth, e, act=a) from e
         if again != t:
             raise ModelError(
@@ -112,7 +112,7 @@ class ModelCalls:
             return self.fp(s)
         except ModelError as e:    # an exact fingerprint out of its range
             raise ModelError(f"{e} (state from {where})") from None
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             call = "exact_fingerprint(state)" if exact_fingerprint_fn(self.model) is not None else "encode(state)"
             raise self.error(f"{call} (state from {where})", s, depth, e, act=act) from e
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from checker.errors import ModelError, UsageError
+from checker.errors import USER_CODE_ERRORS, ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.config import resolve
 from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
@@ -92,7 +92,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
         result.fits, result.failed_step = False, 0
         result.reason = f"the trace's config is rejected by model family {trace.family_ref!r}: {e}"
         return result
-    except Exception as e:  # noqa: BLE001 - the model broke its contract
+    except USER_CODE_ERRORS as e:  # noqa: BLE001 - the model broke its contract
         raise ModelError(f"building the model of family {trace.family_ref!r} raised {_exc(e)}") from e
     if model.name != trace.model_name:
         result.warnings.append(f"the trace was recorded with model {trace.model_name!r}, "
@@ -104,13 +104,13 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
     def fp_of(state: Any, where: str) -> str:
         try:
             return format_fingerprint(fingerprint(model, state)).lower()
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"{where}: encoding the state raised {_exc(e)}") from e
 
     def view_of(state: Any, where: str) -> dict[str, Any]:
         try:
             return state_view(model.describe(state))
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"{where}: describe() raised {_exc(e)}") from e
 
     def norm(fp: str) -> str:
@@ -120,7 +120,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
     rec0 = trace.steps[0]
     try:
         inits = list(model.init_states())
-    except Exception as e:  # noqa: BLE001
+    except USER_CODE_ERRORS as e:  # noqa: BLE001
         raise ModelError(f"init_states() raised {_exc(e)}") from e
     state = None
     for s in inits:
@@ -146,7 +146,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
         where = f"step {rec.index}"
         try:
             enabled = list(model.actions(prev))
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"{where}: actions() raised {_exc(e)}") from e
         if rec.action not in enabled:
             result.fits, result.failed_step = False, rec.index
@@ -161,7 +161,7 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
             return result
         try:
             nxt = model.next_state(prev, rec.action)
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"{where}: next_state(..., {rec.action}) raised {_exc(e)}") from e
         view = view_of(nxt, where)
         fp = fp_of(nxt, where)
@@ -199,7 +199,7 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
     if kind == "deadlock":
         try:
             dead = not list(model.actions(final)) and not model.is_terminal(final)
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"final state: actions()/is_terminal() raised {_exc(e)}") from e
         result.property_status = "violated" if dead else "holds"
         result.property_note = ("deadlock: the final state has no enabled action and is not terminal" if dead
@@ -235,7 +235,7 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
             holds = bool(prop.predicate(before, result.steps[-1].action, final))
         else:
             holds = bool(prop.predicate(final))
-    except Exception as e:  # noqa: BLE001
+    except USER_CODE_ERRORS as e:  # noqa: BLE001
         raise ModelError(f"property {name!r} raised {_exc(e)} on the final state") from e
     where = "transition" if prop.step else "state"
     if holds:
@@ -259,7 +259,7 @@ def _recheck_lasso(result: ReplayResult, model: Model, trace: Trace, prop: Prope
     def call(pred: Callable, i: int, what: str) -> bool:
         try:
             return bool(pred(states[i]))
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"the {what} of property {name!r} raised {_exc(e)} on the state of step {i}") from e
 
     first = last + 1                   # the first step of the final run of goal-less states
@@ -276,7 +276,7 @@ def _recheck_lasso(result: ReplayResult, model: Model, trace: Trace, prop: Prope
         loop_states = states[k:last] if last > k else [states[k]]
         try:
             missing = loop_is_fair(loop_states, [s.action for s in result.steps[k + 1:]], model)
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise ModelError(f"checking the loop's fairness (actions()/fair()) raised {_exc(e)}") from e
         if missing:
             what = ", ".join(str(a) for a in missing[:3]) + (", ..." if len(missing) > 3 else "")

@@ -78,7 +78,7 @@ import time
 from hashlib import blake2b
 from typing import Sequence
 
-from checker.errors import ModelError
+from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.fingerprint import exact_fingerprint_fn, fingerprint_fn, state_repr_fn, validate_state
 from checker.ledger import SAMPLE_SIZE, Ledger, peak_memory, unreached_witnesses
 from checker.model import ALWAYS, Action, Model, Property, State
@@ -201,7 +201,7 @@ class Search(ModelCalls):
         model = self.model
         try:
             inits = list(model.init_states())
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise ModelError(f"init_states() raised {type(e).__name__}: {e}") from e
         if not inits:
             raise ModelError("the model has no initial state: init_states() returned nothing")
@@ -315,7 +315,7 @@ class Search(ModelCalls):
                     if within is not None:
                         try:
                             inside = within(s)
-                        except Exception as e:
+                        except USER_CODE_ERRORS as e:
                             raise self.error("within_boundary(state)", s, depth, e) from e
                         if not inside:
                             if visitor is not None:
@@ -323,7 +323,7 @@ class Search(ModelCalls):
                             continue
                     try:
                         acts = actions(s)
-                    except Exception as e:
+                    except USER_CODE_ERRORS as e:
                         raise self.error("actions(state)", s, depth, e) from e
                     if type(acts) is not list and type(acts) is not tuple:
                         acts = self.as_list(acts, s, depth)
@@ -340,7 +340,7 @@ class Search(ModelCalls):
                     for i, a in enumerate(acts):
                         try:
                             t = next_state(s, a)
-                        except Exception as e:
+                        except USER_CODE_ERRORS as e:
                             raise self.error("next_state(state, action)", s, depth, e, act=a) from e
                         if sample:
                             sample -= 1
@@ -355,7 +355,7 @@ class Search(ModelCalls):
                                 else:
                                     h = from_bytes(b2(rep(t).encode() if enc is None else enc(t), digest_size=8).digest(),
                                                    "little", signed=True)
-                            except Exception as e:
+                            except USER_CODE_ERRORS as e:
                                 raise self.error("exact_fingerprint(state)" if exact is not None else "encode(state)",
                                                  t, d1, e, via=a) from e
                             if recent is not None:
@@ -369,7 +369,7 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception:
+                            except USER_CODE_ERRORS:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
                                 self.failed_step_check(s, sfp, i, a, t, h, depth, chk[0])
@@ -393,7 +393,7 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception:
+                            except USER_CODE_ERRORS:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
                                 self.reached_witness(t, d1, a, chk[0])
@@ -405,7 +405,7 @@ class Search(ModelCalls):
                                         break
                                 else:
                                     chk = None
-                            except Exception:
+                            except USER_CODE_ERRORS:
                                 pass    # chk raised: the slow path words it
                             if chk is not None:
                                 self.failed_state_check(t, h, d1, a, chk[0])
@@ -432,11 +432,11 @@ class Search(ModelCalls):
             try:
                 if not model.within_boundary(s):
                     continue
-            except Exception as e:
+            except USER_CODE_ERRORS as e:
                 raise self.error("within_boundary(state)", s, depth, e) from e
             try:
                 acts = model.actions(s)
-            except Exception as e:
+            except USER_CODE_ERRORS as e:
                 raise self.error("actions(state)", s, depth, e) from e
             if type(acts) is not list:
                 acts = self.as_list(acts, s, depth)
@@ -465,7 +465,7 @@ class Search(ModelCalls):
             return
         try:
             terminal = self.model.is_terminal(s)
-        except Exception as e:
+        except USER_CODE_ERRORS as e:
             raise self.error("is_terminal(state)", s, depth, e) from e
         if not terminal:
             self._record(DEADLOCK, "deadlock", sfp, None, depth,
@@ -532,7 +532,7 @@ class Search(ModelCalls):
                     continue
             except ModelError:
                 raise
-            except Exception as e:
+            except USER_CODE_ERRORS as e:
                 raise self.error("actions(state) or is_terminal(state)", s, depth, e) from e
             self.ledger.found = [(DEADLOCK, "deadlock", sfp, None,
                            "no action is enabled in the last state and model.is_terminal() is False")]

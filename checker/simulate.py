@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any, Callable, Sequence, TextIO
 
-from checker.errors import ModelError, UsageError
+from checker.errors import USER_CODE_ERRORS, ModelError, UsageError
 from checker.fingerprint import fingerprint_fn, validate_state
 from checker.model import ALWAYS, SOMETIMES, Action, Model, Property, State
 from checker.result import BOUNDED, DEADLOCK, VIOLATED, Step, Violation
@@ -173,7 +173,7 @@ def model_call(what: str, fn: Callable, *args: Any) -> Any:
         return fn(*args)
     except ModelError:
         raise
-    except Exception as e:  # noqa: BLE001 - model code
+    except USER_CODE_ERRORS as e:  # noqa: BLE001 - model code
         raise ModelError(f"model error: {what} raised {type(e).__name__}: {e}; the model must be total on the "
                          f"states it can reach: fix it") from e
 

@@ -335,6 +335,33 @@ def test_raising_predicate_is_a_model_error_naming_the_property():
         check(Grid(1), properties=[always("Broken", boom)])
 
 
+class Exiting(Grid):
+    """The grid whose ``next_state`` calls ``sys.exit(0)`` from (1, 0)."""
+
+    def next_state(self, s, a):
+        if s == Pos(1, 0):
+            sys.exit(0)
+        return super().next_state(s, a)
+
+
+def test_sys_exit_in_model_code_is_a_model_error_not_the_end_of_the_run():
+    # SystemExit is no Exception: before, it left the search as if it had finished.
+    with pytest.raises(ModelError, match=r"next_state.*raised SystemExit: 0.*IncX\(\)") as e:
+        check(Exiting(2))
+    assert isinstance(e.value.__cause__, SystemExit)
+
+    def exits(holds):
+        def pred(s):
+            if s == Pos(1, 1):
+                sys.exit("stop")
+            return holds
+        return pred
+
+    for prop in (always("Exits", exits(True)), sometimes("Exits", exits(False))):
+        with pytest.raises(ModelError, match=r"property 'Exits' raised SystemExit: stop.*depth 2"):
+            check(Grid(2), properties=[prop])
+
+
 def test_set_in_a_state_is_rejected():
     with pytest.raises(ModelError, match=r"next state\[1\] is a frozenset.*use sorted tuples.*Add\(\)"):
         check(SetState())

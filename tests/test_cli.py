@@ -105,6 +105,29 @@ def test_model_error_exits_3(tmp_path):
     assert "the model broke its contract" in line
 
 
+def test_sys_exit_in_a_predicate_is_an_error_not_a_silent_end(tmp_path):
+    # Before, SystemExit left kmc with the predicate's status and no verdict: exit 0.
+    inv = tmp_path / "exits.py"
+    inv.write_text("import sys\nfrom checker.model import always\n"
+                   "def later(s):\n    if s.x + s.y == 2:\n        sys.exit(0)\n    return True\n"
+                   "Exits = always('Exits', later, 'calls sys.exit on the second level')\n")
+    r = check(tmp_path, "--preset", "tiny", "--invariants", inv, "--quiet")
+    assert "property 'Exits' in invariants file" in assert_one_line_error(r, 2, "raised SystemExit: 0")
+    r = kmc("simulate", *TOYS, "--preset", "tiny", "--invariants", inv, "--traces-dir", tmp_path / "traces")
+    assert "the predicate of property 'Exits'" in assert_one_line_error(r, 3, "raised SystemExit: 0")
+
+
+def test_sys_exit_anywhere_in_model_code_is_exit_3(tmp_path):
+    # A family whose build() exits: no engine call site is around it, the CLI is.
+    (tmp_path / "exiting.py").write_text(
+        "import sys\nfrom tests.toys import ToysFamily\n"
+        "class Exiting(ToysFamily):\n    def build(self, config):\n        sys.exit(0)\n"
+        "FAMILY = Exiting()\n")
+    r = cli_support.kmc("check", "--model", "exiting:FAMILY", "--traces-dir", tmp_path / "traces", cwd=tmp_path,
+                        timeout=60)
+    assert "never exit the process" in assert_one_line_error(r, 3, "called sys.exit(0)")
+
+
 # ----------------------------------------------------------------------- replay
 
 def test_replay_ok(broken):

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.errors import ModelError
+from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.spark.partition import PartitionSearch, keep_dead_end
 from checker.spark.tasks import (
     CHUNK, EMPTY_I64, PH_STATE, TAG_CAND, Context, context, dumps_states, error_text, frontier_states,
@@ -109,13 +109,13 @@ def _boundary(ctx: Context, params: dict, frontier: list, keys: bytes, stats: di
         try:
             if not model.within_boundary(s):
                 continue
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1,
                                 error_text(search.error("within_boundary(state)", s, level, e))))
             continue
         try:
             acts = model.actions(s)
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             keep_error(errors, (key, PH_STATE, -1, "state", sfp, -1, error_text(search.error("actions(state)", s, level, e))))
             continue
         try:

@@ -34,7 +34,7 @@ import operator
 import struct
 from typing import Any
 
-from checker.errors import ModelError
+from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.search import Search, Settings, StopSearch, Visitor
 from checker.spark.tasks import (
     FAILED, MAX_INDEX, PH_DEAD, PH_NEXT, PH_STATE, PH_STEP, PROP_RAISED, PROP_UNSTEADY, REACHED, SAID, WITNESS_RAISED,
@@ -53,7 +53,7 @@ def keep_dead_end(search: Search, stats: dict, key: bytes, sfp: int, s: Any, dep
         return
     try:
         terminal = search.model.is_terminal(s)
-    except Exception as e:  # noqa: BLE001
+    except USER_CODE_ERRORS as e:  # noqa: BLE001
         keep_error(stats["errors"], (key, PH_DEAD, -1, "terminal", sfp, -1,
                                      error_text(search.error("is_terminal(state)", s, depth, e))))
         return
@@ -122,7 +122,7 @@ class Candidates(Visitor):
                 self.keyed, self.skey = parent, search.parent_key(parent)
             try:
                 same = search.key_of(state) is self.skey
-            except Exception:  # noqa: BLE001 - place words it as a model error
+            except USER_CODE_ERRORS:  # noqa: BLE001 - place words it as a model error
                 same = False
             if same:
                 self.dests.append(search.pid)
@@ -245,7 +245,7 @@ class PartitionSearch(Search):
     def parent_key(self, fp: int) -> Any:
         try:
             return self.key_of(self.frontier[self.position[fp]][1])
-        except Exception:  # noqa: BLE001 - every successor then goes through place, which words the error
+        except USER_CODE_ERRORS:  # noqa: BLE001 - every successor then goes through place, which words the error
             return NO_KEY
 
     # -- the level ----------------------------------------------------------------
@@ -331,7 +331,7 @@ class PartitionSearch(Search):
             p = led.index[name]
             try:
                 ok = pred(s, a, t)
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 keep_error(self.errors, (tkey, PH_STEP, p, "trans", sfp, i, error_text(
                     self.error(f"the predicate of step property {name!r}", s, depth, e, act=a))))
                 continue
@@ -355,7 +355,7 @@ class PartitionSearch(Search):
             try:
                 if pred(t):
                     self.flags.append((index, led.index[name], REACHED, None))
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 self.flags.append((index, led.index[name], WITNESS_RAISED, error_text(self.error(
                     f"the predicate of sometimes property {name!r}", t, depth, e, via=via))))
         if tripped is not None and len(self.flags) == flagged:
@@ -373,7 +373,7 @@ class PartitionSearch(Search):
             try:
                 if not pred(t):
                     self.flags.append((index, led.index[name], FAILED, None))
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 self.flags.append((index, led.index[name], PROP_RAISED, error_text(self.error(
                     f"the predicate of property {name!r}", t, depth, e, via=via))))
         if tripped is not None and len(self.flags) == flagged:

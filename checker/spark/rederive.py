@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from checker.errors import ModelError
+from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.fingerprint import format_fingerprint
 from checker.model import Model
 from checker.result import Step, Violation
@@ -89,7 +89,7 @@ class Rederive:
             s = self.rebuild(fp)[-1].state
         except ModelError:
             raise
-        except Exception:  # noqa: BLE001
+        except USER_CODE_ERRORS:  # noqa: BLE001
             raise ModelError(msg) from None
         if kind in ("state", "terminal"):
             self._state_error(s, d, kind, msg, scan, boundary)
@@ -112,20 +112,20 @@ class Rederive:
                     model.is_terminal(s)
             except ModelError:
                 raise
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise search.error("actions(state) or is_terminal(state)", s, d, e) from e
             raise ModelError(msg)
         within_overridden = getattr(type(model), "within_boundary", None) is not Model.within_boundary
         if within_overridden or boundary:
             try:
                 inside = model.within_boundary(s)
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise search.error("within_boundary(state)", s, d, e) from e
             if not inside:
                 raise ModelError(msg)
         try:
             acts = model.actions(s)
-        except Exception as e:  # noqa: BLE001
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
             raise search.error("actions(state)", s, d, e) from e
         if type(acts) is not list and (boundary or type(acts) is not tuple):
             acts = search.as_list(acts, s, d)
@@ -136,7 +136,7 @@ class Rederive:
         if kind == "terminal":
             try:
                 model.is_terminal(s)
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise search.error("is_terminal(state)", s, d, e) from e
         raise ModelError(msg)
 
@@ -147,12 +147,12 @@ class Rederive:
         if prop < 0:
             try:
                 t = model.next_state(s, a)
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise search.error("next_state(state, action)", s, d, e, act=a) from e
             search.check_successor(s, a, t, d)
             try:
                 self.fp(t)
-            except Exception as e:  # noqa: BLE001
+            except USER_CODE_ERRORS as e:  # noqa: BLE001
                 raise search.error("encode(state)", t, d + 1, e, via=a) from e
             raise ModelError(msg)
         t = model.next_state(s, a)
