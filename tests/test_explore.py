@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import subprocess
 import sys
 import threading
@@ -282,6 +283,22 @@ def test_replay_html_is_one_self_contained_file(tmp_path):
     assert len(data["states"]) == 5 and data["timeline"]["lanes"][0] == "ZooKeeper"
     one_line_error(kmc("replay", ZOMBIE, "--html", out), "exists; it is not overwritten")
     assert kmc("replay", ZOMBIE, "--html", out, "--force").returncode == 0
+
+
+def test_write_output_checks_the_target_again_when_it_writes(tmp_path):
+    """The target may change while the work runs: what it has become is named, and
+    nothing there is replaced."""
+    from checker.output import write_output
+    fifo = tmp_path / "now-a-pipe.xml"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="is a FIFO"):
+        write_output(str(fifo), b"<x/>", True, "--junit")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    appeared = tmp_path / "appeared.xml"
+    appeared.write_text("someone else's")
+    with pytest.raises(UsageError, match="was created by something else while kmc ran"):
+        write_output(str(appeared), b"<x/>", False, "--junit")
+    assert appeared.read_text() == "someone else's" and list(tmp_path.glob(".kmc-out-*")) == []
 
 
 def test_check_report_and_junit(tmp_path):

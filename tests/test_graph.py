@@ -1,14 +1,18 @@
 """`kmc graph`: the explored state graph as GraphML (read back with networkx) and
-DOT, and its refusals (unknown format, too large, an existing output file)."""
+DOT, and its refusals (unknown format, too large, an existing output file, an output
+that is not a regular file)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 from checker.bfs import check
 from checker.config import resolve
@@ -81,6 +85,30 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     assert kmc("graph", *TOYS, "--format", "dot", "-o", out, "--force").returncode == 0
     assert out.read_text().startswith('digraph "relay"')
     assert list(tmp_path.glob(".kmc-graph-*")) == []
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path, force):
+    """A FIFO, a symbolic link and a dangling one stay what they were, with or
+    without --force (as root, a device would have been replaced by a regular file)."""
+    fifo = tmp_path / "pipe.dot"
+    os.mkfifo(fifo)
+    target = tmp_path / "theirs.dot"
+    target.write_text("what the user wrote")
+    link, dangling = tmp_path / "link.dot", tmp_path / "dangling.dot"
+    link.symlink_to(target)
+    dangling.symlink_to(tmp_path / "nowhere.dot")
+    one_line_error(kmc("graph", *TOYS, "--format", "dot", "-o", fifo, *force),
+                   f"-o '{fifo}' is a FIFO (named pipe), not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    for path, what in ((link, f"(to '{target}')"), (dangling, "which does not exist")):
+        line = one_line_error(kmc("graph", *TOYS, "--format", "dot", "-o", path, *force),
+                              f"-o '{path}' is a symbolic link")
+        assert what in line and "name a regular file" in line
+        assert path.is_symlink()
+    assert os.readlink(link) == str(target) and target.read_text() == "what the user wrote"
+    assert not (tmp_path / "nowhere.dot").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.dot", "link.dot", "pipe.dot", "theirs.dot"]
 
 
 def test_model_error_is_exit_3():
