@@ -50,7 +50,7 @@ from checker.errors import describe_exception as _exc
 from checker.invariants import load_all
 from checker.liveness import CheckRun
 from checker.model import Property
-from checker.output import check_output
+from checker.output import check_outputs
 from checker.report import CheckPlan, Report
 from checker.result import INTERRUPTED, VIOLATED
 from checker.runoutputs import check_junit, write_report
@@ -150,9 +150,9 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
-    for flag, target in (("--report", args.report), ("--junit", args.junit)):
-        if target:
-            check_output(target, args.force, flag)
+    check_outputs((("--report", args.report), ("--junit", args.junit)), args.force,
+                  reads=[("--config", args.config), *(("--invariants", f) for f in args.invariants or [])],
+                  dirs=[("--checkpoint", args.checkpoint), ("--resume", args.resume)])
     engine = _engine(args)
     if engine == "spark" and args.spark_master is not None:
         from checker.spark.session import master_problem
@@ -386,7 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a run report: configuration, a plot per BFS level, every property's verdict, "
                         "action coverage, and a page per counterexample (OUT-<trace>.html beside it)")
     c.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML: one test case per property")
-    c.add_argument("--force", action="store_true", help="overwrite the --report and --junit files if they exist")
+    c.add_argument("--force", action="store_true",
+                   help="overwrite the --report and --junit files if they exist (regular files only, never an "
+                        "input or a link)")
     c.set_defaults(func=cmd_check)
 
     for module in commands.modules():

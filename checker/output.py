@@ -4,18 +4,27 @@ existing file without ``--force``.
 
 Only a regular file is ever written or replaced, with or without ``--force``: a
 directory, a FIFO, a device, a socket or a symbolic link (dangling or not) in the
-target's place is refused.  The check is made before the work and again when the
-file is written, in case the target changed during the run.
+target's place is refused, as is a target that is one of the files the command reads
+(a trace, ``--config``, ``--invariants``...) or lies in a directory it reads or keeps
+(``--checkpoint``, ``--resume``, ``--known``), and two outputs of one command that
+name the same file.  The check is made before the work and again when the file is
+written, in case the target changed during the run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
+from typing import Iterable, Optional, Sequence
 
 from checker.errors import UsageError
+
+# (what, path): an option or argument and the path it names; a None path is an
+# option not given.
+Named = tuple[str, Optional[str]]
 
 
 def _lstat(path: str | Path) -> os.stat_result | None:
@@ -56,11 +65,52 @@ def not_regular(path: str | Path, flag: str) -> str | None:
             f"anything else, with or without --force: name a regular file, or remove '{path}' first")
 
 
-def check_output(path: str, force: bool, flag: str = "-o") -> None:
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Do ``a`` and ``b`` name one file: the same inode when both exist (links,
+    ``..``, another spelling), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _local(path: str) -> str | None:
+    """The local path a directory option names (``file:`` URLs too); None for a
+    Hadoop URL of another file system, which kmc's outputs cannot be inside."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
+    if m and m.group(1).lower() != "file":
+        return None
+    return re.sub(r"^file:(//)?", "", path) if m else path
+
+
+def _inside(path: str, directory: str) -> bool:
+    out, d = os.path.realpath(path), os.path.realpath(directory)
+    return out == d or os.path.commonpath([out, d]) == d
+
+
+def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Iterable[Named] = ()) -> str | None:
+    """Why ``path`` must not be written: it is a file the command reads (``reads``),
+    or lies in a directory it reads or keeps (``dirs``); None when it is neither."""
+    for what, src in reads:
+        if src is not None and same_file(path, src):
+            return (f"{flag} '{path}' is the same file as {what} '{src}', which this command reads; an input is "
+                    f"never overwritten, with or without --force: name another file for {flag}")
+    for what, directory in dirs:
+        local = _local(directory) if directory is not None else None
+        if local and _inside(path, local):
+            return (f"{flag} '{path}' is inside the {what} directory '{directory}', which this command reads or "
+                    f"keeps; kmc writes nothing of its own there: name a file outside it for {flag}")
+    return None
+
+
+def check_output(path: str, force: bool, flag: str = "-o", *, reads: Iterable[Named] = (),
+                 dirs: Iterable[Named] = ()) -> None:
     """Fail before the work, not after it, when ``path`` could not or must not be
-    written: not a regular file (a link, a directory, a FIFO...), an existing file
-    without ``force``, or a directory that is not there or not writable."""
-    problem = not_regular(path, flag)
+    written: not a regular file (a link, a directory, a FIFO...), one of the
+    command's inputs (``reads``: (what, path) pairs; ``dirs``: directories it reads
+    or keeps), an existing file without ``force``, or a directory that is not there
+    or not writable."""
+    problem = not_regular(path, flag) or input_problem(path, flag, reads, dirs)
     if problem:
         raise UsageError(problem)
     p = Path(path)
@@ -71,6 +121,21 @@ def check_output(path: str, force: bool, flag: str = "-o") -> None:
         raise UsageError(f"cannot write {flag} '{path}': directory '{parent}' does not exist; create it first")
     if not os.access(parent, os.W_OK):
         raise UsageError(f"cannot write {flag} '{path}': directory '{parent}' is not writable; choose another place")
+
+
+def check_outputs(outputs: Sequence[Named], force: bool, *, reads: Iterable[Named] = (),
+                  dirs: Iterable[Named] = ()) -> None:
+    """``check_output`` for each output given (``(flag, path)``; a None path is an
+    option not given), after refusing two outputs that name the same file."""
+    given = [(flag, path) for flag, path in outputs if path is not None]
+    reads, dirs = list(reads), list(dirs)
+    for i, (flag, path) in enumerate(given):
+        for other, other_path in given[:i]:
+            if same_file(path, other_path):
+                raise UsageError(f"{other} '{other_path}' and {flag} '{path}' are the same file; one would replace "
+                                 f"the other: give each its own name")
+    for flag, path in given:
+        check_output(path, force, flag, reads=reads, dirs=dirs)
 
 
 def _temporary(p: Path, data: bytes, flag: str, path: str | Path) -> Path:
@@ -84,12 +149,12 @@ def _temporary(p: Path, data: bytes, flag: str, path: str | Path) -> Path:
     return tmp
 
 
-def write_output(path: str, data: bytes, force: bool, flag: str = "-o") -> None:
+def write_output(path: str, data: bytes, force: bool, flag: str = "-o", *, reads: Iterable[Named] = ()) -> None:
     """All or nothing: a temporary file in the same directory, then renamed over
     the target (with --force) or linked to it (without: fails if it appeared).
-    The target is checked again first: it may have become a link or a FIFO while
-    the work ran."""
-    problem = not_regular(path, flag)
+    The target is checked again first: it may have become a link, a FIFO or one of
+    ``reads`` (files the command read) while the work ran."""
+    problem = not_regular(path, flag) or input_problem(path, flag, reads)
     if problem:
         raise UsageError(problem)
     p = Path(path)
@@ -110,3 +175,4 @@ def write_output(path: str, data: bytes, force: bool, flag: str = "-o") -> None:
         raise UsageError(f"cannot write {flag} '{path}': {e.strerror or e}; choose another place") from None
     finally:
         tmp.unlink(missing_ok=True)
+

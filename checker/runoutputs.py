@@ -92,7 +92,8 @@ def write_report(path: str, force: bool, *, title: str, command: str, model: Any
     report = Report(title=title, command=command, model=f"{model.name} {model.version}", engine=engine,
                     config=config, verdict=result.verdict.upper(), summary=summary, levels=levels_of(result),
                     properties=vs, coverage=cov.rows(vocab), never_enabled=cov.never_enabled(vocab), notes=notes)
-    write_output(path, render(report).encode(), force, "--report")
+    write_output(path, render(report).encode(), force, "--report",
+                 reads=[("the trace", t) for t in traces.values()])
     return [path, *written]
 
 
@@ -112,5 +113,6 @@ def check_junit(path: str, force: bool, *, suite: str, classname: str, result: C
             cases.append(Case(v.name, classname, skipped=v.detail))
         else:
             cases.append(Case(v.name, classname))
-    write_output(path, junit_xml(suite, cases, result.stats.seconds).encode(), force, "--junit")
+    write_output(path, junit_xml(suite, cases, result.stats.seconds).encode(), force, "--junit",
+                 reads=[("the trace", t) for t in traces.values()])
 

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -285,6 +286,34 @@ def test_replay_html_is_one_self_contained_file(tmp_path):
     assert kmc("replay", ZOMBIE, "--html", out, "--force").returncode == 0
 
 
+def test_replay_html_refuses_a_fifo_a_link_and_the_trace_itself(tmp_path):
+    """With or without --force: the FIFO is still a FIFO, the link still the same
+    link (its target untouched), the trace byte for byte what it was."""
+    trace = tmp_path / "z2.json"
+    shutil.copy(ZOMBIE, trace)
+    before = trace.read_bytes()
+    fifo, target, link, dangling = (tmp_path / n for n in ("pipe.html", "theirs.html", "link.html", "gone.html"))
+    os.mkfifo(fifo)
+    target.write_text("what the user wrote")
+    link.symlink_to(target)
+    dangling.symlink_to(tmp_path / "nowhere.html")
+    for force in ([], ["--force"]):
+        one_line_error(kmc("replay", trace, "--html", fifo, *force), f"--html '{fifo}' is a FIFO (named pipe)")
+        one_line_error(kmc("replay", trace, "--html", link, *force), f"--html '{link}' is a symbolic link")
+        # was: "appeared while it was being written", after the replay
+        one_line_error(kmc("replay", trace, "--html", dangling, *force),
+                       f"--html '{dangling}' is a symbolic link (to '{tmp_path / 'nowhere.html'}', which does not "
+                       f"exist)")
+        for out in (trace, tmp_path / "." / "z2.json"):
+            line = one_line_error(kmc("replay", trace, "--html", out, *force),
+                                  f"--html '{out}' is the same file as the trace '{trace}', which this command reads")
+            assert "name another file for --html" in line
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_text() == "what the user wrote"
+    assert dangling.is_symlink() and not (tmp_path / "nowhere.html").exists()
+    assert trace.read_bytes() == before
+
+
 def test_write_output_checks_the_target_again_when_it_writes(tmp_path):
     """The target may change while the work runs: what it has become is named, and
     nothing there is replaced."""
@@ -298,6 +327,9 @@ def test_write_output_checks_the_target_again_when_it_writes(tmp_path):
     appeared.write_text("someone else's")
     with pytest.raises(UsageError, match="was created by something else while kmc ran"):
         write_output(str(appeared), b"<x/>", False, "--junit")
+    assert appeared.read_text() == "someone else's"
+    with pytest.raises(UsageError, match="is the same file as the trace"):
+        write_output(str(appeared), b"<x/>", True, "--junit", reads=[("the trace", str(appeared))])
     assert appeared.read_text() == "someone else's" and list(tmp_path.glob(".kmc-out-*")) == []
 
 
@@ -327,6 +359,58 @@ def test_check_report_and_junit(tmp_path):
     assert len(suite.findall("testcase")) == 13       # 12 properties and Deadlock
     one_line_error(kmc("check", "--preset", "tiny", "--report", tmp_path / "t.html", cwd=tmp_path),
                    "exists; it is not overwritten")
+
+
+def test_check_outputs_are_refused_before_the_search(tmp_path):
+    """Two outputs of one run naming one file (was: the whole search, then a
+    misleading "appeared while it was being written", or with --force the JUnit file
+    silently in the report's place), an output that is an input, a FIFO, a link:
+    refused before the search, so no trace is saved and no header printed."""
+    traces = tmp_path / "traces"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('preset = "zombie"\n')
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\n")
+    fifo, link = tmp_path / "pipe.html", tmp_path / "link.html"
+    os.mkfifo(fifo)
+    (tmp_path / "theirs.html").write_text("what the user wrote")
+    link.symlink_to(tmp_path / "theirs.html")
+    inputs = {cfg: cfg.read_bytes(), inv: inv.read_bytes()}
+    cases = [
+        (["--report", "r1.html", "--junit", "r1.html"], "--report 'r1.html' and --junit 'r1.html' are the same file"),
+        (["--report", "r1.html", "--junit", "sub/../r1.html"], "are the same file; one would replace the other"),
+        (["--config", cfg, "--report", cfg], f"--report '{cfg}' is the same file as --config '{cfg}'"),
+        (["--invariants", inv, "--junit", inv], f"--junit '{inv}' is the same file as --invariants '{inv}'"),
+        (["--report", fifo], f"--report '{fifo}' is a FIFO (named pipe), not a regular file"),
+        (["--junit", link], f"--junit '{link}' is a symbolic link"),
+        (["--checkpoint", "ck", "--report", "ck/r.html"], "--report 'ck/r.html' is inside the --checkpoint directory"),
+    ]
+    (tmp_path / "sub").mkdir()
+    for args, needle in cases:
+        for force in ([], ["--force"]):
+            preset = [] if "--config" in args else ["--preset", "zombie"]
+            r = kmc("check", *preset, *args, *force, "--traces-dir", traces, cwd=tmp_path)
+            one_line_error(r, needle)
+            assert "kmc check: model" not in r.stdout and not traces.exists(), (args, force)
+    assert all(path.read_bytes() == data for path, data in inputs.items())
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink()
+    assert (tmp_path / "theirs.html").read_text() == "what the user wrote"
+    assert not (tmp_path / "r1.html").exists() and not (tmp_path / "ck").exists()
+
+
+def test_conform_and_prove_refuse_a_junit_that_is_an_input(tmp_path):
+    trace = tmp_path / "z.json"
+    shutil.copy(ZOMBIE, trace)
+    lemmas = tmp_path / "lemmas.py"
+    lemmas.write_text("# the user's lemmas\n")
+    before = trace.read_bytes(), lemmas.read_bytes()
+    for force in ([], ["--force"]):
+        one_line_error(kmc("conform", trace, "--junit", trace, *force),
+                       f"--junit '{trace}' is the same file as the trace '{trace}'")
+        one_line_error(kmc("prove", "--brokers", "3", "--invariant", "LeaderInIsr", "--lemmas", lemmas,
+                           "--junit", lemmas, *force),
+                       f"--junit '{lemmas}' is the same file as --lemmas '{lemmas}'")
+    assert (trace.read_bytes(), lemmas.read_bytes()) == before
 
 
 def test_conform_and_prove_write_junit(tmp_path):

@@ -1,6 +1,6 @@
 """`kmc graph`: the explored state graph as GraphML (read back with networkx) and
 DOT, and its refusals (unknown format, too large, an existing output file, an output
-that is not a regular file)."""
+that is not a regular file or is the --config file)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,20 @@ def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path, force):
     assert os.readlink(link) == str(target) and target.read_text() == "what the user wrote"
     assert not (tmp_path / "nowhere.dot").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.dot", "link.dot", "pipe.dot", "theirs.dot"]
+
+
+def test_an_output_that_is_the_config_file_is_refused(tmp_path):
+    cfg = tmp_path / "e2.toml"
+    cfg.write_text('preset = "bounded"\nmodel = "tests.liveness_toys:FAMILY"\n')
+    before = cfg.read_bytes()
+    (tmp_path / "sub").mkdir()
+    os.link(cfg, tmp_path / "hard.toml")
+    for out in (cfg, tmp_path / "sub" / ".." / "e2.toml", tmp_path / "hard.toml"):
+        for force in ([], ["--force"]):
+            line = one_line_error(kmc("graph", "--config", cfg, "--format", "dot", "-o", out, *force),
+                                  f"-o '{out}' is the same file as --config '{cfg}', which this command reads")
+            assert "never overwritten, with or without --force" in line
+    assert cfg.read_bytes() == before
 
 
 def test_model_error_is_exit_3():

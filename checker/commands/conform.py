@@ -79,7 +79,8 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--junit", metavar="OUT.xml",
                    help="write JUnit XML: one test case per trace file and per preset, a divergence as a failure "
                         "with the command that replays it")
-    p.add_argument("--force", action="store_true", help="overwrite the --junit file if it exists")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite the --junit file if it exists (a regular file, never an input or a link)")
     p.set_defaults(func=cmd_conform)
 
 
@@ -134,7 +135,8 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
                          f"to replay with --known DIR (default traces/known), or replay the file itself with "
                          f"kmc conform FILE")
     if args.junit:
-        check_output(args.junit, args.force, "--junit")
+        check_output(args.junit, args.force, "--junit", reads=[("the trace", t) for t in args.traces],
+                     dirs=[("--known", args.known)] if args.preset else [])
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
     progress = _Progress(args.quiet)
     status = EXIT_OK
@@ -152,7 +154,7 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         status = max(status, got)
     if args.junit:
         xml = junit_xml("kmc conform", results, time.monotonic() - t0)
-        write_output(args.junit, xml.encode(), args.force, "--junit")
+        write_output(args.junit, xml.encode(), args.force, "--junit", reads=[("the trace", t) for t in args.traces])
     return status
 
 

@@ -49,7 +49,8 @@ def register(sub: Any, fmt: Any) -> None:
                    help="override one parameter (repeatable)")
     p.add_argument("--format", required=True, choices=sorted(LIMITS), help="graphml or dot")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite FILE if it exists (a regular file, never --config or a link)")
     p.add_argument("--max-states", metavar="N", type=positive,
                    help="refuse a graph of more than N states (default: the format's limit)")
     p.set_defaults(func=cmd_graph)
@@ -68,7 +69,7 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
     if args.output:
-        check_output(args.output, args.force)
+        check_output(args.output, args.force, reads=[("--config", args.config)])
     family, _ref = load_family(args.model or (file_cfg.model if file_cfg else None))
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
@@ -91,7 +92,7 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
         data = buf.getvalue()
     where = "standard output"
     if args.output:
-        write_output(args.output, data, args.force)
+        write_output(args.output, data, args.force, reads=[("--config", args.config)])
         where = args.output
     else:
         sys.stdout.buffer.write(data)

@@ -65,7 +65,8 @@ def register(sub: Any, fmt: Any) -> None:
                    help="where --confirm saves the trace (default: traces/)")
     p.add_argument("--junit", metavar="OUT.xml",
                    help="write JUnit XML: one test case per invariant, a CTI as a failure")
-    p.add_argument("--force", action="store_true", help="overwrite the --junit file if it exists")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite the --junit file if it exists (a regular file, never an input or a link)")
     add_config_options(p)
     p.set_defaults(func=cmd_prove)
 
@@ -80,7 +81,8 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     if args.confirm:
         check_traces_dir(args.traces_dir)
     if args.junit:
-        check_output(args.junit, args.force, "--junit")
+        check_output(args.junit, args.force, "--junit",
+                     reads=[("--config", args.config), *(("--lemmas", f) for f in args.lemmas)])
     family, family_ref, preset, config, custom, sym = load(args)
     names = list(dict.fromkeys(args.invariant))
     select_invariants(sym, names)  # an unknown name is bad input before any work

@@ -47,7 +47,8 @@ def register(sub: Any, fmt: Any) -> None:
                         "needs the old value set")
     r.add_argument("--html", metavar="OUT.html",
                    help="also write the trace as one self-contained HTML page (no server, no network)")
-    r.add_argument("--force", action="store_true", help="overwrite OUT.html if it exists")
+    r.add_argument("--force", action="store_true",
+                   help="overwrite OUT.html if it exists (a regular file, never the trace or a link)")
     r.set_defaults(func=cmd_replay)
 
 
@@ -55,7 +56,8 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     overrides = parse_set(args.set)   # a malformed --set before loading anything
     trace = load_trace(args.file)
     if args.html:
-        check_output(args.html, args.force, "--html")
+        check_output(args.html, args.force, "--html",
+                     reads=[("the trace", args.file), *(("--invariants", f) for f in args.invariants)])
     last = len(trace.steps) - 1
     if args.step is not None and args.step > last:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
@@ -137,7 +139,8 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     print(f"the trace replays: all {last + 1} steps fit the model and every fingerprint matches")
     if args.html:
         model = build_model(family, resolve(family, None, trace.config))
-        write_output(args.html, trace_page(trace, model, model_properties(model)).encode(), args.force, "--html")
+        write_output(args.html, trace_page(trace, model, model_properties(model)).encode(), args.force, "--html",
+                     reads=[("the trace", args.file)])
         print(f"html: {args.html} (one self-contained page: open it in a browser)")
     if res.property_status == "unknown":
         print(f"warning: {res.property_note}")
