@@ -292,11 +292,13 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
     common = dict(result=report.result, props=plan.props, check_deadlock=plan.check_deadlock, live=plan.live,
                   traces=traces_by_property)
     if args.report:
-        written = write_report(args.report, args.force, title=f"preset {plan.label}", command=command,
-                               model=plan.model, family=plan.family, engine=plan.engine, config=plan.config,
-                               **common)
+        written, notes = write_report(args.report, args.force, title=f"preset {plan.label}", command=command,
+                                      model=plan.model, family=plan.family, engine=plan.engine,
+                                      config=plan.config, avoid=[args.junit] if args.junit else [], **common)
         print(f"report: {written[0]}" + (f" (and {len(written) - 1} counterexample pages beside it)"
                                          if len(written) > 1 else ""), file=out)
+        for note in notes:
+            print(_para("", note, 4), file=out)
     if args.junit:
         check_junit(args.junit, args.force, suite=f"kmc check {plan.label}",
                     classname=f"{plan.model.name}.{plan.label}", family_ref=plan.family_ref, **common)

@@ -176,3 +176,37 @@ def write_output(path: str, data: bytes, force: bool, flag: str = "-o", *, reads
     finally:
         tmp.unlink(missing_ok=True)
 
+
+def write_beside(path: str | Path, data: bytes, force: bool, flag: str, *,
+                 avoid: Iterable[str | Path] = ()) -> Path:
+    """Write a file whose name kmc chose (a report's page per counterexample): at
+    ``path`` if it is free (or, with ``force``, a regular file there), else at the
+    first free ``<stem>-2<suffix>``, ``-3``...: nothing that is there is lost and
+    the run still ends with its own verdict.  ``avoid``: files this name must not be
+    (the command's other outputs and inputs, pages written before).  Returns the
+    path written."""
+    path = Path(path)
+    avoid = list(avoid)
+    n = 1
+    while True:
+        name = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+        if any(same_file(name, a) for a in avoid):
+            continue
+        st = _lstat(name)
+        if st is not None and not (force and stat.S_ISREG(st.st_mode)):
+            continue
+        tmp = _temporary(name, data, flag, name)
+        try:
+            if st is not None:
+                os.replace(tmp, name)
+            else:
+                os.link(tmp, name)
+            return name
+        except FileExistsError:   # appeared meanwhile: the next name
+            continue
+        except OSError as e:
+            raise UsageError(f"cannot write {flag} page '{name}': {e.strerror or e}; choose another place "
+                             f"for {flag}") from None
+        finally:
+            tmp.unlink(missing_ok=True)

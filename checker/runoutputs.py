@@ -8,6 +8,7 @@ and *not checked* (with the reason) when the search stopped before it could say.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -16,7 +17,7 @@ from checker.cmdline import reopen_args
 from checker.coverage import coverage_of, levels_of, vocabulary
 from checker.junit import Case, junit_xml
 from checker.model import EVENTUALLY, SOMETIMES, Property
-from checker.output import write_output
+from checker.output import write_beside, write_output
 from checker.runreport import PropertyVerdict, Report, render
 from checker.result import DEADLOCK, CheckResult
 from checker.trace import load_trace
@@ -62,18 +63,31 @@ def verdicts(result: CheckResult, props: Sequence[Property], check_deadlock: boo
 
 def write_report(path: str, force: bool, *, title: str, command: str, model: Any, family: Any, engine: str,
                  config: Mapping[str, Any], result: CheckResult, props: Sequence[Property], check_deadlock: bool,
-                 live: Any, traces: Mapping[str, str]) -> list[str]:
+                 live: Any, traces: Mapping[str, str], avoid: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """Write the report and a page per counterexample beside it (``OUT-<trace>.html``);
-    return the files written."""
-    written = []
+    return the files written and a note for each page written under another name.
+
+    A page's name is kmc's, not the user's: where something is there already that
+    may not be replaced (any file without ``force``; a link, a FIFO... even with
+    it), the page goes to the first free ``OUT-<trace>-2.html``, ``-3``... and the
+    note says so, so that the run still ends with its verdict.  ``avoid``: the
+    command's other outputs (``--junit``), never taken for a page."""
+    written: list[str] = []
+    renamed: list[str] = []
     vs = verdicts(result, props, check_deadlock, live, traces)
+    reads = [("the trace", t) for t in traces.values()]
     report_path = Path(path)
     for v in vs:
         if not v.trace:
             continue
-        page = report_path.with_name(f"{report_path.stem}-{Path(v.trace).stem}.html")
+        want = report_path.with_name(f"{report_path.stem}-{Path(v.trace).stem}.html")
         trace = load_trace(v.trace)
-        write_output(str(page), trace_page(trace, model, props).encode(), force, "--report")
+        page = write_beside(want, trace_page(trace, model, props).encode(), force, "--report",
+                            avoid=[path, *avoid, *traces.values(), *written])
+        if page != want:
+            why = ("exists already and is kept as it is" if os.path.lexists(want)
+                   else "is taken by another file of this run")
+            renamed.append(f"'{want}' {why}: the counterexample page of trace {v.trace} is '{page}'")
         written.append(str(page))
         v.page = page.name
         v.detail = f"{v.detail}: step through it"
@@ -92,9 +106,8 @@ def write_report(path: str, force: bool, *, title: str, command: str, model: Any
     report = Report(title=title, command=command, model=f"{model.name} {model.version}", engine=engine,
                     config=config, verdict=result.verdict.upper(), summary=summary, levels=levels_of(result),
                     properties=vs, coverage=cov.rows(vocab), never_enabled=cov.never_enabled(vocab), notes=notes)
-    write_output(path, render(report).encode(), force, "--report",
-                 reads=[("the trace", t) for t in traces.values()])
-    return [path, *written]
+    write_output(path, render(report).encode(), force, "--report", reads=reads)
+    return [path, *written], renamed
 
 
 def check_junit(path: str, force: bool, *, suite: str, classname: str, result: CheckResult,

@@ -398,6 +398,35 @@ def test_check_outputs_are_refused_before_the_search(tmp_path):
     assert not (tmp_path / "r1.html").exists() and not (tmp_path / "ck").exists()
 
 
+def test_check_report_page_that_exists_gets_a_free_name(tmp_path):
+    """A counterexample page whose name is taken (was: exit 2 after the search, the
+    violation's exit 1 and the report lost) goes to a free name, -2 as traces do, and
+    the run says which; the report links it; the file there is kept."""
+    traces = tmp_path / "traces"
+    r = kmc("check", "--preset", "zombie", "--report", tmp_path / "first.html", "--traces-dir", traces, "--quiet")
+    assert r.returncode == 1, r.stdout + r.stderr
+    stem = next(traces.glob("ControllerEpochFencing-zombie-*.json")).stem
+    mine = tmp_path / f"r-{stem}.html"
+    mine.write_text("what the user wrote")
+    r = kmc("check", "--preset", "zombie", "--report", tmp_path / "r.html", "--junit", tmp_path / "r.xml",
+            "--traces-dir", traces, "--quiet")
+    assert r.returncode == 1 and "property violated: ControllerEpochFencing" in r.stderr, r.stdout + r.stderr
+    page = tmp_path / f"r-{stem}-2.html"
+    assert mine.read_text() == "what the user wrote" and "window.KMC_STATIC" in page.read_text()
+    assert f'href="{page.name}"' in (tmp_path / "r.html").read_text() and (tmp_path / "r.xml").exists()
+    said = " ".join(r.stdout.split())
+    assert f"'{mine}' exists already and is kept as it is: the counterexample page of trace " in said
+    assert f"is '{page}'" in said
+    # --force replaces the pages of a previous run, but never what is not a regular file.
+    mine.unlink()
+    os.mkfifo(mine)
+    r = kmc("check", "--preset", "zombie", "--report", tmp_path / "r.html", "--traces-dir", traces, "--quiet",
+            "--force")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert stat.S_ISFIFO(os.lstat(mine).st_mode) and "window.KMC_STATIC" in page.read_text()
+    assert not (tmp_path / f"r-{stem}-3.html").exists() and f'href="{page.name}"' in (tmp_path / "r.html").read_text()
+
+
 def test_conform_and_prove_refuse_a_junit_that_is_an_input(tmp_path):
     trace = tmp_path / "z.json"
     shutil.copy(ZOMBIE, trace)
