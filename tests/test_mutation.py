@@ -124,6 +124,14 @@ def test_kmc_mutate_on_a_toy_reports_killed_survived_equivalent_and_the_score(to
     cli_support.one_line_error(again, "never overwritten", reproduce="kmc mutate")
 
 
+def test_a_json_file_that_is_a_dangling_link_is_refused_up_front(toy):
+    """Path.exists() follows the link: the run went on, and open(..., "x") failed at its end."""
+    (toy / "out.json").symlink_to(toy / "nowhere.json")
+    r = cli_support.kmc("mutate", *MODEL, "--json", "out.json", "--list", cwd=toy)
+    cli_support.one_line_error(r, "'out.json' exists and is never overwritten", reproduce="kmc mutate")
+    assert (toy / "out.json").is_symlink() and not (toy / "nowhere.json").exists()
+
+
 def test_the_score_gates_and_a_sample_is_reproducible(toy):
     r = cli_support.kmc("mutate", *MODEL, "--sample", "5", "--seed", "3", "--min-score", "100", "--quiet", cwd=toy)
     listed = cli_support.kmc("mutate", *MODEL, "--sample", "5", "--seed", "3", "--list", cwd=toy)

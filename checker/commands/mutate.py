@@ -18,6 +18,7 @@ import argparse
 import fnmatch
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import sys
@@ -121,7 +122,7 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         modules = [m for m in modules if any(fnmatch.fnmatch(m, g) for g in args.module)]
         if not modules:
             raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}")
-    if args.json and Path(args.json).exists():
+    if args.json and os.path.lexists(args.json):     # a dangling link too: open(..., "x") would fail at the end
         raise UsageError(f"'{args.json}' exists and is never overwritten; choose another --json FILE")
     if args.list:
         return _measure(args, command, family, ref, name, target, root, modules, "")
