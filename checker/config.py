@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from checker.errors import ModelError, UsageError
+from checker.inputfile import read_input
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
@@ -238,7 +239,7 @@ def load_config_file(path: str | Path) -> ConfigFile:
     ``[config]`` table (both are accepted; a key set in both places is an error)."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_input(p, f"config file '{path}'", "give the path of a TOML file to --config")
     except FileNotFoundError:
         raise UsageError(f"config file '{path}' does not exist; check the path given to --config") from None
     except OSError as e:

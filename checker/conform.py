@@ -103,6 +103,7 @@ from checker.divergence import (EXTRA, INITIAL, KINDS, RAISED, REFUSED, SETTLED,
                                 NotInModel)
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
+from checker.inputfile import read_input
 from checker.fingerprint import fingerprint_fn
 from checker.fromstate import from_state
 from checker.graph import explore  # noqa: F401 - explore: the doctests
@@ -476,7 +477,7 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
 def probe_actions(path: str | Path) -> list[Action]:
     """The actions a saved conformance trace asks the implementation about (``probe``)."""
     try:
-        doc = loads(Path(path).read_text(encoding="utf-8"))
+        doc = loads(read_input(path, f"trace file '{path}'", "give the path of a .json trace").decode("utf-8"))
         return [action_from_json(a) for a in doc.get("probe", [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(f"trace file '{path}': field 'probe' must be a list of actions {{name, args}}; "

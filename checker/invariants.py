@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from checker.errors import UsageError
+from checker.inputfile import read_input, special_kind
 from checker.model import Property
 
 _counter = itertools.count(1)
@@ -138,10 +139,15 @@ def run_user_file(path: str | os.PathLike, *, kind: str, flag: str) -> Any:
     name = str(path)
     p = Path(path)
     if not p.is_file():
-        what = "is a directory" if p.is_dir() else "does not exist"
+        try:
+            special = special_kind(p.stat().st_mode)
+        except OSError:
+            special = None
+        what = ("is a directory" if p.is_dir() else f"is {special}, not a regular file" if special
+                else "does not exist")
         raise UsageError(f"{kind} file '{name}' {what}; give the path of a Python file to {flag}")
     try:
-        source = p.read_bytes()
+        source = read_input(p, f"{kind} file '{name}'", f"give the path of a Python file to {flag}")
     except OSError as e:
         raise UsageError(f"cannot read {kind} file '{name}': {e.strerror or e}; check its permissions") from None
     digest = hashlib.blake2b(str(p.resolve()).encode(), digest_size=4).hexdigest()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from checker.errors import UsageError
+from checker.inputfile import special_kind
 
 # (what, path): an option or argument and the path it names; a None path is an
 # option not given.
@@ -36,8 +37,6 @@ def _lstat(path: str | Path) -> os.stat_result | None:
         return None
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def not_regular(path: str | Path, flag: str) -> str | None:
@@ -60,7 +59,7 @@ def not_regular(path: str | Path, flag: str) -> str | None:
         suffix = Path(path).suffix or ".html"
         return (f"{flag} '{path}' is a directory; give a file name, e.g. {flag} "
                 f"{os.path.join(str(path), 'out' + suffix)}")
-    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    kind = special_kind(st.st_mode) or "not a regular file"
     return (f"{flag} '{path}' is {kind}, not a regular file; kmc writes only regular files and never replaces "
             f"anything else, with or without --force: name a regular file, or remove '{path}' first")
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from checker.errors import UsageError
+from checker.inputfile import read_input
 from checker.fingerprint import format_fingerprint
 from checker.model import Action, Model, Property
 from checker.traceschema import first_problem, loads
@@ -182,8 +183,8 @@ def _same_trace(doc: Mapping[str, Any]) -> Callable[[Path], bool]:
 
     def same(path: Path) -> bool:
         try:
-            other = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            other = json.loads(read_input(path, f"trace file '{path}'", "").decode("utf-8"))
+        except (OSError, UsageError, UnicodeDecodeError, ValueError):   # a FIFO, /dev/zero...: not this trace
             return False
         return (isinstance(other, dict) and other.get("format") == FORMAT and "created_by" in other
                 and {k: v for k, v in other.items() if k != "created_by"} == mine)
@@ -236,7 +237,7 @@ def load_trace(path: str | Path) -> Trace:
         return UsageError(f"trace file '{name}': {what}; {fix or 're-create the trace with kmc check'}")
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, f"trace file '{name}'", "give the path of a .json trace").decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"trace file '{name}' does not exist; check the path (traces are saved under traces/)") from None
     except IsADirectoryError:

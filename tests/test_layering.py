@@ -18,7 +18,7 @@ import pytest
 TOP = Path(__file__).resolve().parent.parent
 PACKAGES = ("checker", "spec", "impl")
 
-BOTTOM = {"checker.errors", "checker.fingerprint"}   # the state encoding lives in fingerprint
+BOTTOM = {"checker.errors", "checker.fingerprint", "checker.inputfile"}   # the state encoding lives in fingerprint; inputfile reads what a user names
 CONTRACT = {"checker.model", "checker.config"}
 
 

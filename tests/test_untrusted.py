@@ -212,3 +212,28 @@ def test_a_recorded_family_ref_and_its_registered_name_are_the_same_family():
     assert registered_name("kafka") == "kafka"
     assert registered_name("no.such.module:FAMILY") == "no.such.module:FAMILY"
     assert "no.such.module" not in sys.modules
+
+
+def test_a_fifo_or_a_device_is_refused_as_input_not_read(tmp_path):
+    # Reading a FIFO blocks until someone writes, and /dev/zero never ends: both once
+    # hung kmc (or ran it out of memory) where bad input gets one line.
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (Path("/dev/zero"), "a character device")):
+        for args, what in ((["checker", "replay", path], "trace file"), (["checker", "conform", path], "trace file"),
+                           (["checker", "check", "--config", path], "config file"),
+                           (["checker", "check", *TOYS, "--invariants", path], "invariants file")):
+            one_line(run(tmp_path, *args), f"{what} '{path}' is {kind}, not a regular file; give the path of ")
+        one_line(run(tmp_path, "spec.expand", path), f"'{path}' is {kind}, not a regular file",
+                 prefix="spec.expand: error: ")
+    assert fifo.is_fifo()
+
+
+def test_a_fifo_where_a_trace_would_go_is_passed_over(tmp_path):
+    first = cli_support.kmc("check", *TOYS, "--preset", "broken", "--traces-dir", tmp_path / "a", "--json")
+    name = Path(json.loads(first.stdout)["trace_path"]).name
+    (tmp_path / "b").mkdir()
+    os.mkfifo(tmp_path / "b" / name)
+    r = cli_support.kmc("check", *TOYS, "--preset", "broken", "--traces-dir", tmp_path / "b", "--json", timeout=60)
+    assert r.returncode == 1 and json.loads(r.stdout)["trace_path"].endswith(name.replace(".json", "-2.json"))
+    assert (tmp_path / "b" / name).is_fifo()
