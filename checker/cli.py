@@ -31,7 +31,8 @@ from typing import Any, NoReturn, Sequence, TextIO
 from checker import bfs, commands
 from checker.cmdline import MODEL_HELP, family_properties, reopen_args, user_property_error
 from checker.cmdline import (
-    EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, load_family,
+    EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, config_family,
+    load_family,
 )
 from checker.cmdline import build_model as _build
 from checker.cmdline import check_traces_dir as _check_traces_dir
@@ -159,12 +160,7 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
         problem = master_problem(args.spark_master)   # before anything is built or printed
         if problem:
             raise UsageError(f"--spark-master {problem}")
-    try:
-        family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
-    except UsageError as e:
-        if args.model is None and file_cfg is not None and file_cfg.model is not None:
-            raise UsageError(f"{file_cfg.where('model')}: {e}") from None
-        raise
+    family, family_ref = config_family(args.model, file_cfg)
     preset, config = _resolve_config(args, family, file_cfg)
     model = _build(family, config)
     model_props = _model_properties(model)

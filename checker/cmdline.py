@@ -128,6 +128,31 @@ def trace_family(trace: Any, model: str | None) -> tuple[Any, str]:
                      f"name the family with --model NAME|module:attribute")
 
 
+def config_family(model: str | None, file_cfg: Any) -> tuple[Any, str]:
+    """``(family, family_ref)`` for a command that takes ``--model`` and ``--config``:
+    ``--model`` when given, else the ``model`` a config file names, but only if it is
+    registered (by name, or by the ``module:attribute`` an entry point names), else the
+    registered default.  A config file is data, as a trace is: kmc never imports a
+    module because a config file names it (importing runs the module's top-level code,
+    and a config is shared like any other input), so a ``module:attribute`` there
+    must be given on the command line, where the user names the code that runs.
+    ``file_cfg`` is a :class:`checker.config.ConfigFile` or None."""
+    named = file_cfg.model if file_cfg is not None else None
+    if model is not None or named is None:
+        return load_family(model)
+    ref = registered_name(named)
+    models = registered_models()
+    if ":" in named and ref not in models:
+        known = ", ".join(models) or "none"
+        raise UsageError(f"{file_cfg.where('model')} names model family {shown(named, 60)}, which is not a "
+                         f"registered model (registered: {known}); kmc never imports a module a config file "
+                         f"names: pass --model {shlex.quote(named)} on the command line instead")
+    try:
+        return load_family(ref)
+    except UsageError as e:
+        raise UsageError(f"{file_cfg.where('model')}: {e}") from None
+
+
 def reopen_args(trace_path: str, family_ref: str) -> str:
     """The arguments that open a trace this run saved again (``kmc replay ...``,
     ``kmc explore ...``): the path, and ``--model`` when the family is not a

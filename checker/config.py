@@ -235,8 +235,11 @@ _SCALARS = (bool, int, float, str)
 
 def load_config_file(path: str | Path) -> ConfigFile:
     """Read a TOML config file.  Top-level ``preset = "name"``, optional
-    ``model = "name|module:attr"``, and parameter keys at top level or in a
-    ``[config]`` table (both are accepted; a key set in both places is an error)."""
+    ``model = "name"``, and parameter keys at top level or in a ``[config]`` table
+    (both are accepted; a key set in both places is an error).  Nothing is imported
+    here: ``model`` is kept as written, and the commands load only a registered
+    family for it (``checker.cmdline.config_family``), so that a ``module:attr``
+    read from a file is refused in words that name that file and line."""
     p = Path(path)
     try:
         raw = read_input(p, f"config file '{path}'", "give the path of a TOML file to --config")

@@ -267,9 +267,11 @@ def test_toml_config_file(tmp_path):
 
 
 def test_toml_names_the_model(tmp_path):
+    """A config's module:attribute is taken when the command line names the same
+    module (the command line is what may import code; see tests/test_untrusted.py)."""
     f = tmp_path / "c.toml"
     f.write_text('model = "tests.toys:FAMILY"\npreset = "broken"\n')
-    r = kmc("check", "--config", f, "--traces-dir", tmp_path / "traces", "--quiet")
+    r = kmc("check", "--config", f, *TOYS, "--traces-dir", tmp_path / "traces", "--quiet")
     assert r.returncode == 1 and "VIOLATED: BigNot4" in r.stdout
 
 
@@ -534,7 +536,11 @@ def test_config_file_errors_name_the_file_and_line(tmp_path, text, needle):
 def test_config_file_model_names_the_file(tmp_path):
     f = tmp_path / "c.toml"
     f.write_text('model = "tests.nosuch:FAMILY"\n')
-    assert_one_line_error(kmc("check", "--config", f), 2, f"config file '{f}' line 1: cannot import module")
+    assert_one_line_error(kmc("check", "--config", f), 2, f"config file '{f}' line 1 names model family "
+                                                          f"'tests.nosuch:FAMILY', which is not a registered model")
+    f.write_text('\nmodel = "kafak"\n')
+    assert_one_line_error(kmc("check", "--config", f), 2, f"config file '{f}' line 2: unknown model 'kafak' "
+                                                          f"(did you mean 'kafka'?)")
 
 
 def test_unreached_witnesses_are_summed_up_with_the_reason(tmp_path):

@@ -1,9 +1,11 @@
-"""A trace is data: loading one never runs code that the command line did not name.
+"""A trace or a config file is data: loading one never runs code that the command
+line did not name.
 
 Each hostile trace here names a module or an invariants file that, if it ever ran,
 would create a marker file.  ``kmc replay``, ``kmc conform`` and ``python -m
 spec.expand`` must refuse such a trace in one line (exit 2), name the flag that
-would supply what is missing, and leave no marker behind.
+would supply what is missing, and leave no marker behind.  So must every command
+that takes ``--config`` when the file names a module instead of a registered model.
 """
 
 from __future__ import annotations
@@ -125,6 +127,56 @@ def test_spec_expand_never_loads_what_a_trace_names(hostile, tmp_path):
     no_marker(r, marker)
     (out,) = tmp_path.glob("*.json")
     assert json.loads(out.read_text())["steps"][-1]["index"] > 0
+
+
+# A config file is data too: every command that takes --config loads a registered
+# family from it, and nothing else.  explore is refused before it starts serving.
+CONFIG_COMMANDS = {
+    "check": ["check", "--max-states", "10", "--traces-dir", "cfg-traces"],
+    "graph": ["graph", "--format", "dot"],
+    "simulate": ["simulate", "--walks", "1", "--traces-dir", "cfg-traces"],
+    "bmc": ["bmc", "--steps", "1"],
+    "prove": ["prove", "--invariant", "LeaderInIsr"],
+    "explore": ["explore", "--port", "0"],
+}
+
+
+@pytest.mark.parametrize("command", list(CONFIG_COMMANDS))
+def test_a_module_named_by_a_config_file_is_never_imported(hostile, command):
+    d, _trace, marker = hostile
+    cfg = d / f"evil-{command}.toml"
+    cfg.write_text('preset = "tiny"\nmodel = "kmc_evil_mod:FAMILY"\n')
+    r = run(d, "checker", *CONFIG_COMMANDS[command], "--config", cfg)
+    line = one_line(r, f"config file '{cfg}' line 2 names model family 'kmc_evil_mod:FAMILY', which is not a "
+                       f"registered model (registered: kafka)")
+    assert ("kmc never imports a module a config file names: pass --model kmc_evil_mod:FAMILY on the command "
+            "line instead") in line
+    assert f"(reproduce: kmc {command} " in line
+    assert r.stdout == ""
+    no_marker(r, marker)
+    assert not (d / "cfg-traces").exists()
+
+
+def test_a_config_file_may_name_a_registered_model_or_what_the_command_line_names(hostile):
+    d, _trace, marker = hostile
+    for name, ref in (("registered", "kafka"), ("target", "spec.family:FAMILY")):
+        cfg = d / f"{name}.toml"
+        cfg.write_text(f'preset = "tiny"\nmodel = "{ref}"\n')
+        r = run(d, "checker", "check", "--config", cfg, "--max-states", "50", "--quiet", "--traces-dir", d / "t")
+        assert r.returncode == 0, r.stderr
+        assert "verdict: BOUNDED" in r.stdout
+    evil = d / "names-a-module.toml"
+    evil.write_text('preset = "tiny"\nmodel = "kmc_evil_mod:FAMILY"\n')
+    # --model wins over the config's model, whose module is then not imported.
+    r = run(d, "checker", "check", "--config", evil, "--model", "kafka", "--max-states", "50", "--quiet",
+            "--traces-dir", d / "t")
+    assert r.returncode == 0, r.stderr
+    no_marker(r, marker)
+    # The same module:attribute on the command line is the user's choice, and runs.
+    r = run(d, "checker", "check", "--config", evil, "--model", "kmc_evil_mod:FAMILY", "--quiet",
+            "--traces-dir", d / "t")
+    assert r.returncode == 0 and marker.exists(), r.stderr
+    marker.unlink()
 
 
 def test_the_schema_ships_in_the_package_and_is_valid():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from checker.cmdline import config_text, load_family, para, positive, resolve_config
+from checker.cmdline import config_family, config_text, para, positive, resolve_config
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 
@@ -37,7 +37,7 @@ def load(args: argparse.Namespace) -> tuple[Any, str, str, dict, bool, Any]:
     parse_set(args.set)
     if args.brokers is not None:
         args.set = [*args.set, f"brokers={args.brokers}"]
-    family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    family, family_ref = config_family(args.model, file_cfg)
     symbolic = getattr(family, "symbolic", None)
     if symbolic is None:
         raise UsageError(f"model family {family.name!r} has no symbolic encoding (no symbolic(config) method); "

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_OK, build_model, load_family, model_properties, resolve_config, trace_family, wrap,
+    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, resolve_config, trace_family, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
 from checker.errors import ModelError, UsageError
@@ -86,7 +86,7 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
         return ex, path, ref
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
-    family, ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    family, ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
     ex = Explorer(model, properties=model_properties(model), config=config, preset=preset,

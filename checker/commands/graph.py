@@ -19,7 +19,7 @@ import argparse
 import io
 from typing import Any
 
-from checker.cmdline import EXIT_CODES, EXIT_OK, build_model, load_family, positive, resolve_config, wrap
+from checker.cmdline import EXIT_CODES, EXIT_OK, build_model, config_family, positive, resolve_config, wrap
 from checker.errors import UsageError
 from checker.output import check_output, write_output
 
@@ -70,7 +70,7 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     parse_set(args.set)
     if args.output:
         check_output(args.output, args.force, reads=[("--config", args.config)])
-    family, _ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    family, _ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
     limit = args.max_states or LIMITS[fmt]

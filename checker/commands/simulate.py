@@ -24,7 +24,7 @@ import sys
 from typing import Any, TextIO
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
-                             load_family, model_properties, nonneg, positive, reopen_args, resolve_config, wrap)
+                             config_family, model_properties, nonneg, positive, reopen_args, resolve_config, wrap)
 from checker.errors import UsageError
 
 
@@ -137,7 +137,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         raise UsageError("--walk-states needs --stateful; add --stateful, or drop --walk-states")
     if args.walks is None and not args.stateful and not args.random_priority:
         args.walks = DEFAULT_WALKS
-    family, family_ref = load_family(args.model or (file_cfg.model if file_cfg else None))
+    family, family_ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
     model_props = model_properties(model)
