@@ -184,7 +184,8 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
     return CheckPlan(family=family, family_ref=family_ref, preset=preset, config=config, custom=custom,
                      model=model, props=props, model_props=model_props, user_props=user_props,
-                     check_deadlock=check_deadlock, engine=engine, live=live, command=command)
+                     check_deadlock=check_deadlock, engine=engine, live=live, command=command,
+                     invariants=list(args.invariants or []))
 
 
 def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> None:
@@ -297,7 +298,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
             print(_para("", note, 4), file=out)
     if args.junit:
         check_junit(args.junit, args.force, suite=f"kmc check {plan.label}",
-                    classname=f"{plan.model.name}.{plan.label}", family_ref=plan.family_ref, **common)
+                    classname=f"{plan.model.name}.{plan.label}", family_ref=plan.family_ref,
+                    invariants=plan.invariants, **common)
         print(f"junit: {args.junit}", file=out)
     out.flush()
     if args.json:
@@ -308,7 +310,8 @@ def cmd_check(args: argparse.Namespace, command: str) -> int:
                                 "--time-limit SECONDS ends a search the same way")
     if report.result.verdict == VIOLATED:
         paths = report.trace_paths
-        where = f"; replay the trace with kmc replay {reopen_args(paths[0], plan.family_ref)}" if paths else ""
+        again = reopen_args(paths[0], plan.family_ref, plan.invariants) if paths else ""
+        where = f"; replay the trace with kmc replay {again}" if paths else ""
         _fail(f"property violated: {', '.join(report.violated())}{where}", command)
         return EXIT_FAIL
     return EXIT_OK

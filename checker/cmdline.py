@@ -153,16 +153,19 @@ def config_family(model: str | None, file_cfg: Any) -> tuple[Any, str]:
         raise UsageError(f"{file_cfg.where('model')}: {e}") from None
 
 
-def reopen_args(trace_path: str, family_ref: str) -> str:
+def reopen_args(trace_path: str, family_ref: str, invariants: Sequence[str] = ()) -> str:
     """The arguments that open a trace this run saved again (``kmc replay ...``,
-    ``kmc explore ...``): the path, and ``--model`` when the family is not a
-    registered model, since :func:`trace_family` never imports what a trace names.
+    ``kmc explore ...``): the path, ``--model`` when the family is not a registered
+    model, since :func:`trace_family` never imports what a trace names, and each of
+    the run's ``--invariants`` files as the user gave it, since replay never runs the
+    files a trace records either (without them a user property cannot be re-checked).
 
-    >>> reopen_args("traces/a b.json", "tests.toys:FAMILY")
-    "'traces/a b.json' --model tests.toys:FAMILY"
+    >>> reopen_args("traces/a b.json", "tests.toys:FAMILY", ["my inv.py"])
+    "'traces/a b.json' --model tests.toys:FAMILY --invariants 'my inv.py'"
     """
     registered = registered_name(family_ref) in registered_models()
-    return shlex.quote(trace_path) + ("" if registered else f" --model {shlex.quote(family_ref)}")
+    return (shlex.quote(trace_path) + ("" if registered else f" --model {shlex.quote(family_ref)}")
+            + "".join(f" --invariants {shlex.quote(str(f))}" for f in invariants))
 
 
 def build_model(family: Any, config: Mapping[str, Any]) -> Any:

@@ -59,7 +59,8 @@ class ReplayResult:
 
 
 def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int | None = None,
-           property_loader: Callable[[], Sequence[Property]] | None = None) -> ReplayResult:
+           property_loader: Callable[[], Sequence[Property]] | None = None,
+           step_flag: str | None = "--step N") -> ReplayResult:
     """Re-derive every state of ``trace`` from its recorded actions.
 
     ``family_resolver(trace.family_ref)`` returns the model family.  Stops at the
@@ -69,7 +70,9 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
     ``property_loader()`` loads the user properties the *caller* names (the command
     line's ``--invariants``); it is asked only when the trace's property is not the
     model's.  The invariant files a trace records are never run: without a loader,
-    a property from them is a ``UsageError`` that says which flag supplies it.
+    a property from them is a ``UsageError`` that says which flag supplies it, and
+    that the caller's ``step_flag`` would stop before the property is needed (None:
+    the caller has no such flag, as ``kmc explore`` has not, so none is suggested).
     Raises ``UsageError`` for a ``stop_at`` out of range or a family that cannot be
     found, ``ModelError`` when the model raises.
     """
@@ -188,13 +191,13 @@ def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int 
         result.reason = (f"step {last}: the loop does not return to the state of step {k} (re-derived "
                          f"{result.steps[-1].fingerprint}, step {k} is {result.steps[k].fingerprint})")
         return result
-    _recheck(result, model, trace, prev_state, prev, property_loader, states)
+    _recheck(result, model, trace, prev_state, prev, property_loader, states, step_flag)
     return result
 
 
 def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, final: Any,
              property_loader: Callable[[], Sequence[Property]] | None,
-             states: Sequence[Any] = ()) -> None:
+             states: Sequence[Any] = (), step_flag: str | None = None) -> None:
     name, kind = trace.property["name"], trace.property["kind"]
     if kind == "deadlock":
         try:
@@ -213,7 +216,8 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
         files = ", ".join(shown(f, 80) for f in trace.invariants[:3]) + (", ..." if len(trace.invariants) > 3 else "")
         raise UsageError(f"trace file '{trace.path}' violates property {shown(name, 60)}, which its run loaded "
                          f"from invariants file {files}; kmc never runs a file a trace names: re-check the "
-                         f"property with --invariants FILE.py (or stop before the end with --step N)")
+                         f"property with --invariants FILE.py"
+                         + (f" (or stop before the end with {step_flag})" if step_flag else ""))
     prop = props.get(name)
     if prop is None:
         result.property_status = "unknown"

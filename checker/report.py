@@ -46,6 +46,7 @@ class CheckPlan:
     engine: str                 # "local" or "spark"
     live: Any                   # checker.liveness.CheckRun
     command: str
+    invariants: list = field(default_factory=list)   # the --invariants files, as given
 
     @property
     def engine_props(self) -> list:
@@ -115,7 +116,7 @@ class Report:
                 loop = "" if v.loop_start is None else f" (a lasso: the loop starts at step {v.loop_start})"
                 lines.append(f"  trace: {count(len(v.path), 'state')}, {count(len(v.path) - 1, 'action')}{loop}, "
                              f"saved to {path}")
-                again = reopen_args(str(path), plan.family_ref)
+                again = reopen_args(str(path), plan.family_ref, plan.invariants)
                 lines.append(f"  replay it: kmc replay {again}")
                 lines.append(f"  explore it: kmc explore {again}")
             elif v.kind == SOMETIMES and not v.message:

@@ -112,13 +112,15 @@ def write_report(path: str, force: bool, *, title: str, command: str, model: Any
 
 def check_junit(path: str, force: bool, *, suite: str, classname: str, result: CheckResult,
                 props: Sequence[Property], check_deadlock: bool, live: Any, traces: Mapping[str, str],
-                family_ref: str | None = None) -> None:
-    """``family_ref``: the run's model family, so that the commands in a failure's text
-    add ``--model`` when kmc could not reopen the trace without it."""
+                family_ref: str | None = None, invariants: Sequence[str] = ()) -> None:
+    """``family_ref``: the run's model family, and ``invariants``: the run's
+    ``--invariants`` files, so that the commands in a failure's text add ``--model``
+    and ``--invariants`` when kmc could not reopen the trace without them."""
     cases = []
     for v in verdicts(result, props, check_deadlock, live, traces):
         if v.verdict in ("violated", "not reached"):
-            again = (shlex.quote(v.trace) if family_ref is None else reopen_args(v.trace, family_ref)) if v.trace else ""
+            again = ((shlex.quote(v.trace) if family_ref is None else reopen_args(v.trace, family_ref, invariants))
+                     if v.trace else "")
             replay = f"\nreplay it: kmc replay {again}\nexplore it: kmc explore {again}" if v.trace else ""
             cases.append(Case(v.name, classname, failure=f"{v.name} {v.verdict}: {v.detail}",
                               text=f"{v.rationale}{replay}"))

@@ -248,6 +248,47 @@ def test_a_violation_prints_the_explore_and_replay_commands_and_both_work(tmp_pa
         p.wait(30)
 
 
+def test_the_commands_printed_for_a_user_property_name_its_invariants_file(tmp_path):
+    """A trace of an --invariants property re-checks only with that file named again
+    (kmc never runs a file a trace records): check, simulate and the JUnit text print
+    it, shell-quoted as the user gave it, and the commands work as printed."""
+    inv = tmp_path / "my inv.py"
+    inv.write_text("from checker.model import always\n"
+                   "SmallNot2 = always('SmallNot2', lambda s: s.small != 2, 'the small jug never holds 2')\n")
+    toys = ("--model", "tests.toys:FAMILY")
+    r = kmc("check", *toys, "--invariants", inv, "--property", "SmallNot2", "--traces-dir", tmp_path / "t",
+            "--junit", tmp_path / "j.xml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = [line.strip() for line in r.stdout.splitlines()]
+    replay_cmd = next(line for line in lines if line.startswith("replay it: ")).split(": ", 1)[1]
+    explore_cmd = next(line for line in lines if line.startswith("explore it: ")).split(": ", 1)[1]
+    assert replay_cmd.endswith(f" --invariants '{inv}'") and f"replay the trace with {replay_cmd} (" in r.stderr
+    failure = ET.parse(tmp_path / "j.xml").getroot().find("testsuite/testcase/failure")
+    assert failure.text.endswith(f"\nreplay it: {replay_cmd}\nexplore it: {explore_cmd}")
+    replayed = kmc(*shlex.split(replay_cmd)[1:])
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "property 'SmallNot2' is still violated" in replayed.stdout
+    p, url = _start(*shlex.split(explore_cmd)[2:])
+    try:
+        page = json.loads(get(url + "api/page?path=0")[2])
+        assert page["trace"]["property"] == "SmallNot2"
+        assert "SmallNot2" in [v["name"] for v in page["properties"]]
+    finally:
+        p.terminate()
+        p.wait(30)
+    # Without the file, explore says which flag supplies it, and no flag it lacks.
+    trace = shlex.split(explore_cmd)[2]
+    line = one_line_error(kmc("explore", trace, *toys, "--port", "0"), "re-check the property with --invariants "
+                                                                        "FILE.py (reproduce: kmc explore")
+    assert "--step" not in line
+    r = kmc("simulate", *toys, "--invariants", inv, "--traces-dir", tmp_path / "s")
+    assert r.returncode == 1, r.stdout + r.stderr
+    replay_cmd = next(line.strip() for line in r.stdout.splitlines() if line.strip().startswith("replay it: "))
+    assert replay_cmd.endswith(f" --invariants '{inv}'")
+    replayed = kmc(*shlex.split(replay_cmd.split(": ", 1)[1])[1:])
+    assert replayed.returncode == 0 and "still violated" in replayed.stdout, replayed.stdout + replayed.stderr
+
+
 def test_simulate_prints_the_same_commands(tmp_path):
     """kmc simulate (and bmc, prove --confirm: the same helper) prints both commands too."""
     r = kmc("simulate", "--model", "tests.toys:FAMILY", "--preset", "broken", "--seed", "0", "--traces-dir", tmp_path)

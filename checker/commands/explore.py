@@ -29,12 +29,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, resolve_config, trace_family, wrap,
+    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, resolve_config, trace_family,
+    user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
 from checker.errors import ModelError, UsageError
 from checker.explorer import Explorer, format_path, parse_path
 from checker.fingerprint import fingerprint, parse_fingerprint
+from checker.invariants import load_all
+from checker.model import Property
 from checker.result import Step, Violation
 from checker.replay import replay
 from checker.trace import load_trace, write_trace
@@ -59,11 +62,19 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset, model and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable)")
+    p.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+                   help="also show the properties defined in this Python file; a trace of one of them needs it "
+                        "(repeatable; a file a trace records is never run)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"port to listen on (default: {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=cmd_explore)
+
+
+def user_properties(files: list[str], model: Any) -> list[Property]:
+    """The properties of the ``--invariants`` files, whose names must differ from the model's."""
+    return load_all(files, existing=[p.name for p in model_properties(model)] + ["Deadlock"])
 
 
 def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, str]:
@@ -74,12 +85,29 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
                              "without a trace")
         trace = load_trace(args.trace)
         family, ref = trace_family(trace, args.model)   # never a module the trace alone names
-        res = replay(trace, lambda _ref: family)
+
+        def built() -> Any:
+            return build_model(family, resolve(family, None, trace.config))
+
+        loaded: list[list[Property]] = []
+
+        def loader() -> list[Property]:
+            # As kmc replay: only the files the command line names, never the ones the
+            # trace records; run once, for the replay's re-check and the page alike.
+            loaded.append(user_properties(args.invariants, built()))
+            return loaded[0]
+
+        try:
+            res = replay(trace, lambda _ref: family, property_loader=loader if args.invariants else None,
+                         step_flag=None)
+        except ModelError as e:
+            raise user_property_error(e, args.invariants) or e
         if not res.fits:
             raise UsageError(f"trace '{args.trace}' no longer fits the model: {res.reason}; "
                              f"kmc replay {args.trace} shows where")
-        model = build_model(family, resolve(family, None, trace.config))
-        ex = Explorer(model, properties=model_properties(model), config=trace.config, preset=trace.preset,
+        model = built()
+        user = loaded[0] if loaded else user_properties(args.invariants, model)
+        ex = Explorer(model, properties=model_properties(model) + user, config=trace.config, preset=trace.preset,
                       title=f"{model.name} {model.version}: {trace.property_name}")
         path = ex.path_of([s.action for s in trace.steps[1:]], parse_fingerprint(trace.steps[0].fingerprint))
         ex.trace_info = {"name": Path(args.trace).name, "property": trace.property_name, "path": path}
@@ -89,8 +117,8 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
     family, ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
-    ex = Explorer(model, properties=model_properties(model), config=config, preset=preset,
-                  title=f"{model.name} {model.version}")
+    ex = Explorer(model, properties=model_properties(model) + user_properties(args.invariants, model),
+                  config=config, preset=preset, title=f"{model.name} {model.version}")
     ex.trace_info = None
     return ex, None, ref
 

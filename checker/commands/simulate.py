@@ -207,7 +207,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
                              f"choose another directory with --traces-dir DIR") from None
         trace_path = str(path)
         print(f"  trace: {count(len(v.path) - 1, 'action')}, saved to {path}", file=out)
-        again = reopen_args(trace_path, family_ref)
+        again = reopen_args(trace_path, family_ref, args.invariants)
         print(f"  replay it: kmc replay {again}", file=out)
         print(f"  explore it: kmc explore {again}", file=out)
     print(file=out)
@@ -225,6 +225,6 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
         sys.stdout.flush()
     if r.verdict == VIOLATED:
         fail(f"property violated: {r.violations[0].property}; replay the trace with kmc replay "
-              f"{reopen_args(trace_path or '', family_ref)}", command)
+              f"{reopen_args(trace_path or '', family_ref, args.invariants)}", command)
         return EXIT_FAIL
     return EXIT_OK
