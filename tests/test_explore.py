@@ -309,6 +309,10 @@ def test_kmc_explore_bad_input_is_one_line(tmp_path):
     one_line_error(kmc("explore", ZOMBIE, "--preset", "tiny", "--port", "0"), "carries its own configuration")
     one_line_error(kmc("explore", "--preset", "nope", "--port", "0"), "nope")
     one_line_error(kmc("explore", "--port", "70000"), "out of range")
+    # An empty host would mean every interface to the socket layer, not the default.
+    for host in ("", " \t"):
+        line = one_line_error(kmc("explore", "--host", host, "--port", "0"), f"--host {host!r} names no address")
+        assert "--host 127.0.0.1" in line and "--host 0.0.0.0 to listen on every interface" in line
 
 
 # ------------------------------------------------------------------ files

@@ -65,7 +65,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
                    help="also show the properties defined in this Python file; a trace of one of them needs it "
                         "(repeatable; a file a trace records is never run)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"port to listen on (default: {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
@@ -204,6 +204,11 @@ def serve(ex: Explorer, start: str, family_ref: str, host: str, port: int) -> Th
 def cmd_explore(args: argparse.Namespace, command: str) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is out of range: give 0..65535 (0 picks a free port)")
+    if not args.host.strip():
+        # The socket layer takes an empty host as every interface: the opposite of
+        # what leaving --host out means, so it must be said as 0.0.0.0.
+        raise UsageError(f"--host {args.host!r} names no address; name one, e.g. --host 127.0.0.1 (this machine "
+                         f"only, the default), or --host 0.0.0.0 to listen on every interface")
     ex, trace_path, family_ref = explorer_for(args)
     start = str(trace_path[0]) if trace_path else ("0" if len(ex.initial) == 1 else "")
     server = serve(ex, start, family_ref, args.host, args.port)
