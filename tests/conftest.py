@@ -17,11 +17,19 @@ the three-replica holes ~190 s, Spark on every Kafka preset ~200 s, the docs'
 commands ~190 s, the reference broker's event order ~155 s, the z3 event-order
 comparisons ~150 s, the metadata caches ~130 s, offsets-rf3 ~100 s, the model's
 promise ~100 s.
+
+It also gives the session a checkpoint key of its own: Spark checkpoints are signed
+with the key file that ``KMC_CHECKPOINT_KEY_FILE`` names (checker.spark.checkpoint),
+else one in the home directory, which a test run must never create or use.  Set in
+``os.environ``, so that the runs in subprocesses sign with it too.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 LONGEST_FIRST = (
     "test_mutation_gate.py",
@@ -41,3 +49,19 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     last = len(rank)
     items.sort(key=lambda item: rank.get(Path(str(item.path)).name, last))   # stable: the rest keep their order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkpoint_key(tmp_path_factory):
+    """``KMC_CHECKPOINT_KEY_FILE`` for the whole session: a key file in a temporary
+    directory (created by the first run that saves a checkpoint)."""
+    old = os.environ.get("KMC_CHECKPOINT_KEY_FILE")
+    path = tmp_path_factory.mktemp("checkpoint-key") / "checkpoint.key"
+    os.environ["KMC_CHECKPOINT_KEY_FILE"] = str(path)
+    try:
+        yield path
+    finally:
+        if old is None:
+            os.environ.pop("KMC_CHECKPOINT_KEY_FILE", None)
+        else:
+            os.environ["KMC_CHECKPOINT_KEY_FILE"] = old
