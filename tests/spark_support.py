@@ -3,10 +3,12 @@
 One SparkContext per test module (``spark_module(master)`` makes the fixture),
 and ``same(model, sc, ...)``: run the local engine and the Spark engine on the same
 model and arguments and compare everything they report, action coverage included.
+``sign_level(level)`` signs a checkpoint level again with the session's key.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -79,3 +81,25 @@ def same(model, sc, partitions: int | None = None, driver_states: int = 0, chunk
     spark = spark_check(model, sc=sc, partitions=partitions, driver_states=driver_states, **kwargs)
     assert summary(spark) == summary(local)
     return local, spark
+
+
+def sign_level(level: Path, edit=None) -> None:
+    """Sign a checkpoint level again with the key ``KMC_CHECKPOINT_KEY_FILE`` names,
+    as a run holding the key would: its meta line changed by ``edit(meta)`` first,
+    then the size and signature of every partition file and of the line recomputed,
+    in the current format version.  For the tests that edit a checkpoint as its
+    owner, and for a checkpoint kept in tests/data from before checkpoints were signed."""
+    from checker.spark.checkpoint import VERSION, sign, signing_key
+
+    key = signing_key(create=True)
+    f = level / "meta" / "part-00000"
+    meta = json.loads(f.read_text())
+    meta.pop("digest", None)
+    if edit is not None:
+        edit(meta)
+    meta["version"] = VERSION
+    meta["parts"] = {p.name: [p.stat().st_size, sign(key, p.read_bytes())]
+                     for p in sorted((level / "parts").glob("part-*"))}
+    meta["digest"] = sign(key, json.dumps(meta, sort_keys=True).encode())
+    f.write_text(json.dumps(meta, sort_keys=True) + "\n")
+    (level / "meta" / ".part-00000.crc").unlink(missing_ok=True)

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from checker.errors import UsageError
+from checker.spark.checkpoint import VERSION, sign, signing_key
 from tests import cli_support
-from tests.spark_support import spark_module, summary
+from tests.spark_support import sign_level, spark_module, summary
 from tests.toys import Grid
 
 pytestmark = pytest.mark.spark
@@ -62,10 +63,12 @@ def test_two_complete_levels_are_kept(saved):
     names = levels(d)
     assert len(names) == 2 and [int(n.split("-")[1]) for n in names] == [12, 13]
     meta = json.loads((d / names[-1] / "meta" / "part-00000").read_text())
-    assert meta["format"] == "kmc-checkpoint" and sorted(meta["parts"]) == ["part-00000", "part-00001"]
-    for name, (size, digest) in meta["parts"].items():
+    assert meta["format"] == "kmc-checkpoint" and meta["version"] == VERSION
+    assert sorted(meta["parts"]) == ["part-00000", "part-00001"]
+    key = signing_key(create=False)
+    for name, (size, signature) in meta["parts"].items():
         data = (d / names[-1] / "parts" / name).read_bytes()
-        assert len(data) == size and hashlib.sha256(data).hexdigest() == digest
+        assert len(data) == size and sign(key, data) == signature
 
 
 def test_resume_from_either_kept_level_gives_the_exact_counts(sc, saved, tmp_path):
@@ -83,11 +86,9 @@ def _edit_meta(level: Path, fn) -> None:
     f.write_text(json.dumps(meta, sort_keys=True) + "\n")
 
 
-def _forge(meta: dict) -> None:
-    """Edit the counters and recompute the digest, as a careful forger would."""
-    meta["distinct"] -= 3
-    meta.pop("digest")
-    meta["digest"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+def _forge(level: Path) -> None:
+    """Edit the counters and sign them again, as a forger holding the key would."""
+    sign_level(level, lambda meta: meta.update(distinct=meta["distinct"] - 3))
 
 
 def test_a_checkpoint_without_coverage_counts_resumes_with_taken_only(sc, saved, tmp_path):
@@ -99,10 +100,8 @@ def test_a_checkpoint_without_coverage_counts_resumes_with_taken_only(sc, saved,
 
     def old_kmc(meta: dict) -> None:
         del meta["enabled_counts"], meta["new_counts"]
-        meta.pop("digest")
-        meta["digest"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
-    _edit_meta(before, old_kmc)
+    sign_level(before, old_kmc)
     r = resume(sc, d)
     got = summary(r)
     assert got["coverage"] == {**saved[1]["coverage"], "enabled": None, "new": None}
@@ -125,9 +124,8 @@ CORRUPTIONS = {
     "counters edited, .crc removed": (
         lambda lv: (_edit_meta(lv, lambda m: m.update(distinct=m["distinct"] - 3, generated=m["generated"] + 1000)),
                     _crc(lv / "meta" / "part-00000").unlink(missing_ok=True)),
-        "meta/part-00000", "does not match its own digest"),
-    "counters edited and the digest forged": (
-        lambda lv: _edit_meta(lv, _forge), "meta/part-00000", "counters do not match the visited sets"),
+        "meta/part-00000", "does not match its signature"),
+    "counters edited and signed with the key": (_forge, "meta/part-00000", "counters do not match the visited sets"),
     "meta garbage, .crc kept": (
         lambda lv: (lv / "meta" / "part-00000").write_bytes(b"\x00garbage{"), "meta/part-00000", "not valid JSON"),
     "meta garbage, .crc removed": (
@@ -138,10 +136,10 @@ CORRUPTIONS = {
         lambda lv: (lv / "parts" / "part-00001").write_bytes((lv / "parts" / "part-00001").read_bytes()[:100]),
         "parts/part-00001", "is truncated"),
     "a byte flipped in a parts file, .crc kept": (
-        lambda lv: _flip(lv / "parts" / "part-00000", 200), "parts/part-00000", "does not match its digest"),
+        lambda lv: _flip(lv / "parts" / "part-00000", 200), "parts/part-00000", "does not match its signature"),
     "a byte flipped in a parts file, .crc removed": (
         lambda lv: (_flip(lv / "parts" / "part-00000", 200), _crc(lv / "parts" / "part-00000").unlink()),
-        "parts/part-00000", "does not match its digest"),
+        "parts/part-00000", "does not match its signature"),
     "a partition file deleted": (
         lambda lv: (lv / "parts" / "part-00001").unlink(), "parts/part-00001", "is missing"),
     "a parts file's .crc damaged": (

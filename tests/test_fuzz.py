@@ -257,12 +257,26 @@ def test_hostile_list_arguments(work, what, model):
 CHECKPOINT = CORPUS / "checkpoint"
 
 
+@lru_cache(maxsize=1)
+def signed_checkpoint() -> Path:
+    """The stored checkpoint, written before checkpoints were signed, signed with the
+    session's key as its owner would (else every input would be refused as outdated)."""
+    import tempfile
+
+    from tests.spark_support import sign_level
+    d = Path(tempfile.mkdtemp(prefix="kmc-fuzz-ckpt-")) / "ckpt"
+    shutil.copytree(CHECKPOINT, d)
+    for level in sorted(d.glob("level-*")):
+        sign_level(level)
+    return d
+
+
 def checkpoint_input(data, work: Path) -> Path:
     """A copy of a small checkpoint (a 4x4 toy grid, 2 partitions, its two newest
     levels) with one file damaged."""
     d = work / "ckpt"
     shutil.rmtree(d, ignore_errors=True)
-    shutil.copytree(CHECKPOINT, d)
+    shutil.copytree(signed_checkpoint(), d)
     files = sorted(p for p in d.rglob("*") if p.is_file())
     f = files[data.draw(st.integers(0, len(files) - 1), label="file")]
     op = data.draw(st.sampled_from(["bytes", "delete", "meta"]), label="ckpt-op")
