@@ -104,16 +104,20 @@ def signing_key(create: bool) -> bytes | None:
     sign a checkpoint, and a signed checkpoint is unpickled."""
     path = key_path()
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            key = f.read() if stat.S_ISREG(st.st_mode) else b""
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)      # a FIFO there must not block
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"checkpoint key {path} is not a file; remove it, or set {KEY_ENV} to a key file")
+            with open(fd, "rb", closefd=False) as f:
+                key = f.read()
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return _create_key(path) if create else None
     except OSError as e:
         raise UsageError(f"checkpoint key {path} cannot be read ({e.strerror or e}); make it readable to you, "
                          f"or set {KEY_ENV} to the key file of the run that wrote the checkpoint") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"checkpoint key {path} is not a file; remove it, or set {KEY_ENV} to a key file")
     if st.st_mode & 0o077:
         raise UsageError(f"checkpoint key {path} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}); "
                          f"make it private with chmod 600 {path}")
@@ -146,7 +150,8 @@ def _create_key(path: Path) -> bytes:
                          f"file in a directory you can write") from None
     key = signing_key(create=False)
     if key is None:
-        raise UsageError(f"the checkpoint key {path} vanished as it was created; run again")
+        raise UsageError(f"cannot create the checkpoint key {path}: a name that is not a file is in the way "
+                         f"(a broken symbolic link?); remove it, or set {KEY_ENV} to another file")
     return key
 
 
