@@ -5,19 +5,31 @@ the issue's table did (counters edited, garbage, truncation, a flipped byte, a
 deleted file, with and without Hadoop's ``.crc`` files) and resumes: each is refused
 with one line naming the level and the file, and advice that is true (the level
 before it is intact, so deleting the newest one and resuming works).
+
+The partition files are pickles, so the checkpoint is signed with a per-user key:
+a partition file replaced by a pickle that would create a marker file when loaded,
+with every digest recomputed as someone without the key can (SHA-256, or HMAC
+under another key), is refused and the marker never appears; a checkpoint resumes
+only with the key that signed it; one written before checkpoints were signed is
+refused; the key is created private and refused when it is not.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import re
+import secrets
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
 
 from checker.errors import UsageError
-from checker.spark.checkpoint import VERSION, sign, signing_key
+from checker.spark.checkpoint import KEY_ENV, VERSION, key_path, preflight, sign, signing_key
 from tests import cli_support
 from tests.spark_support import sign_level, spark_module, summary
 from tests.toys import Grid
@@ -218,3 +230,216 @@ def test_a_checkpoint_placed_by_one_key_is_refused_to_the_same_model_with_anothe
     with pytest.raises(UsageError, match=r"placed states in other partitions \(placement_probe: checkpoint '[0-9a-f]{16}', "
                                          r"this run '[0-9a-f]{16}'\).*start the run again with an empty --checkpoint DIR"):
         check(YKeyedGrid(N), sc=sc, partitions=2, resume=str(d))
+
+
+# ------------------------------------------------------------------ signatures
+
+class Evil:
+    """A record whose unpickling creates ``path`` (as ``os.system`` could run anything)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def _evil_part(sc, where: Path, marker: Path) -> bytes:
+    """A Spark pickle file of one ``Evil`` record (pickled on the executor, so that
+    making it runs nothing), and proof that loading it does create ``marker``."""
+    out = where / "evil"
+    sc.parallelize([0], 1).map(lambda _: Evil(marker)).saveAsPickleFile(str(out), batchSize=1)
+    assert not marker.exists()
+    sc.pickleFile(str(out)).count()
+    assert marker.exists(), "the payload must work, or the tests below prove nothing"
+    marker.unlink()
+    return (out / "part-00000").read_bytes()
+
+
+def _tamper(level: Path, evil: bytes, how: str) -> str:
+    """Put ``evil`` among ``level``'s partition files as someone without the key can;
+    the file the refusal must name."""
+    parts = level / "parts"
+    if how == "a file added, the meta line untouched":
+        (parts / "part-00002").write_bytes(evil)
+        return "parts/part-00002"
+    (parts / "part-00000").write_bytes(evil)
+    _crc(parts / "part-00000").unlink()
+    other = secrets.token_bytes(32)
+    digest = ((lambda b: hashlib.sha256(b).hexdigest()) if how == "digests recomputed (SHA-256)" else
+              (lambda b: hmac.new(other, b, hashlib.sha256).hexdigest()))
+
+    def recompute(meta: dict) -> None:
+        meta.pop("digest")
+        meta["parts"] = {p.name: [p.stat().st_size, digest(p.read_bytes())] for p in sorted(parts.glob("part-*"))}
+        meta["digest"] = digest(json.dumps(meta, sort_keys=True).encode())
+
+    _edit_meta(level, recompute)
+    _crc(level / "meta" / "part-00000").unlink()
+    return "meta/part-00000"
+
+
+TAMPERING = ["digests recomputed (SHA-256)", "digests recomputed (HMAC under another key)",
+             "a file added, the meta line untouched"]
+
+
+@pytest.mark.parametrize("how", TAMPERING)
+def test_a_tampered_partition_file_is_refused_before_it_is_unpickled(sc, saved, tmp_path, how):
+    d, newest, before = copy(saved, tmp_path)
+    marker = tmp_path / "MARKER"
+    file = _tamper(newest, _evil_part(sc, tmp_path, marker), how)
+    for refuse in (lambda: preflight(str(d)), lambda: resume(sc, d)):      # before Spark starts; in load
+        with pytest.raises(UsageError) as e:
+            refuse()
+        msg = str(e.value)
+        assert "\n" not in msg and f"level {int(newest.name[6:])} is corrupt: {newest / file}" in msg, msg
+        assert f"level {int(before.name[6:])} before it is intact: delete {newest}" in msg, msg
+        assert not marker.exists(), "the checkpoint's pickle ran"
+    shutil.rmtree(newest)
+    assert summary(resume(sc, d)) == saved[1]
+
+
+def test_a_tampered_checkpoint_on_the_command_line_is_one_line_and_runs_nothing(sc, saved, tmp_path):
+    d, newest, before = copy(saved, tmp_path)
+    marker = tmp_path / "MARKER"
+    evil = _evil_part(sc, tmp_path, marker)
+    for level in (newest, before):
+        _tamper(level, evil, "digests recomputed (SHA-256)")
+    r = cli_support.kmc("check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", f"n={N}",
+                        "--engine", "spark", "--spark-partitions", "2", "--quiet", "--traces-dir", tmp_path / "t",
+                        "--resume", d)
+    line = cli_support.one_line_error(r, f"level {int(newest.name[6:])} cannot be trusted: "
+                                         f"{newest / 'meta' / 'part-00000'} does not match its signature")
+    assert "set KMC_CHECKPOINT_KEY_FILE to the key file of the run that wrote it" in line, line
+    assert not marker.exists()
+
+
+def test_a_checkpoint_resumes_only_with_the_key_that_signed_it(sc, saved, tmp_path, monkeypatch):
+    """Written with the session's key (A): refused with no key, refused with key B
+    (another machine's, another user's), resumed to the exact counts with A again."""
+    d, newest, _ = copy(saved, tmp_path)
+    a = os.environ[KEY_ENV]
+    b = tmp_path / "b" / "checkpoint.key"
+    monkeypatch.setenv(KEY_ENV, str(b))
+    with pytest.raises(UsageError, match=re.escape(f"there is no checkpoint key at {b} to check level 13's signature "
+                                                   f"with; if this checkpoint is yours")):
+        resume(sc, d)
+    signing_key(create=True)
+    with pytest.raises(UsageError) as e:
+        resume(sc, d)
+    msg = str(e.value)
+    assert "\n" not in msg and msg == (
+        f"--resume '{d}': level 13 cannot be trusted: {newest / 'meta' / 'part-00000'} does not match its "
+        f"signature under the key {b} (tampered with, or written with another key); if this checkpoint is yours "
+        f"and was written on another machine or by another user, set KMC_CHECKPOINT_KEY_FILE to the key file of "
+        f"the run that wrote it; otherwise start the run again with an empty --checkpoint DIR"), msg
+    line = cli_support.one_line_error(cli_support.kmc(
+        "check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", f"n={N}", "--engine", "spark",
+        "--quiet", "--traces-dir", tmp_path / "t", "--resume", d), f"does not match its signature under the key {b}")
+    assert "level 13 cannot be trusted" in line, line
+    monkeypatch.setenv(KEY_ENV, a)
+    assert summary(resume(sc, d)) == saved[1]
+
+
+OLD = "start the run again with an empty --checkpoint DIR"
+
+
+def test_a_checkpoint_written_before_checkpoints_were_signed_is_refused(sc, tmp_path):
+    """The fuzz corpus's checkpoint was written by kmc in format 2 (SHA-256 digests)."""
+    d = tmp_path / "ckpt"
+    shutil.copytree(Path(__file__).parent / "data" / "fuzz" / "checkpoint", d)
+    want = (f"--resume '{d}': level 7 was written by an older kmc, before checkpoints were signed (format "
+            f"version 2; this kmc reads version {VERSION}); {OLD}")
+    with pytest.raises(UsageError) as e:
+        preflight(str(d))
+    assert str(e.value) == want
+    from checker.spark import check
+    with pytest.raises(UsageError) as e:
+        check(Grid(3), sc=sc, partitions=2, resume=str(d))
+    assert str(e.value) == want
+
+
+@pytest.mark.parametrize("edit, what", [
+    (lambda m: [m.pop("format"), m.pop("version")], "was written by an older kmc, before checkpoints were signed "
+                                                    f"(format version 1; this kmc reads version {VERSION}); {OLD}"),
+    (lambda m: m.update(version=VERSION + 1), f"was written by a newer kmc (format version {VERSION + 1}; this "
+                                              f"kmc reads version {VERSION}); resume it with that kmc, or {OLD}"),
+    (lambda m: m.update(version="3"), "records no format version this kmc knows ('3'); level 12 before it is intact"),
+])
+def test_other_format_versions_are_refused(saved, tmp_path, edit, what):
+    d, newest, _ = copy(saved, tmp_path)
+    _edit_meta(newest, edit)
+    with pytest.raises(UsageError, match="^[^\n]*" + re.escape(what)):
+        preflight(str(d))
+
+
+def test_the_key_is_created_private_and_never_replaced(tmp_path, monkeypatch):
+    path = tmp_path / "config" / "kmc" / "checkpoint.key"
+    monkeypatch.setenv(KEY_ENV, str(path))
+    key = signing_key(create=True)
+    assert len(key) == 32 and path.read_bytes() == key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert signing_key(create=True) == key and list(path.parent.iterdir()) == [path]   # no temporary file left
+
+
+def test_the_key_lives_in_the_users_config_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert key_path() == tmp_path / "xdg" / "kmc" / "checkpoint.key"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for xdg in ("", "relative"):              # unset, or not absolute: ignored (the XDG spec)
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+        assert key_path() == tmp_path / "home" / ".config" / "kmc" / "checkpoint.key"
+
+
+def test_an_unusable_key_is_refused_in_one_line_before_spark_starts(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.key"
+    monkeypatch.setenv(KEY_ENV, str(path))
+    path.write_bytes(secrets.token_bytes(32))
+    path.chmod(0o644)
+    with pytest.raises(UsageError, match=f"^checkpoint key {path} is open to other users \\(mode 0644\\); make it "
+                                         f"private with chmod 600 {path}$"):
+        signing_key(create=True)
+    d = tmp_path / "ckpt"
+    cli_support.one_line_error(cli_support.kmc(
+        "check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", "n=3", "--engine", "spark",
+        "--quiet", "--traces-dir", tmp_path / "t", "--checkpoint", d), f"checkpoint key {path} is open to other users")
+    assert not d.exists()
+    path.write_bytes(b"")
+    path.chmod(0o600)
+    with pytest.raises(UsageError, match=f"^checkpoint key {path} is empty; delete it"):
+        signing_key(create=False)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(UsageError, match=f"^checkpoint key {path} is not a file"):
+        signing_key(create=True)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_key_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.key"
+    monkeypatch.setenv(KEY_ENV, str(path))
+    path.write_bytes(secrets.token_bytes(32))
+    path.chmod(0)
+    with pytest.raises(UsageError, match=f"^checkpoint key {path} cannot be read \\(Permission denied\\)"):
+        signing_key(create=False)
+
+
+def test_a_remote_directory_is_signed_and_checked_by_the_driver(sc, tmp_path, monkeypatch):
+    """A directory on another file system (hdfs://, s3a://) is read through Hadoop's
+    FileSystem API on the driver: the same code, made to serve a local directory."""
+    from checker.spark import check, checkpoint
+    monkeypatch.setattr(checkpoint, "_local", lambda directory: None)
+    d = tmp_path / "ckpt"
+    full = check(grid(), sc=sc, partitions=2, checkpoint=str(d), driver_states=0)
+    assert summary(resume(sc, d)) == summary(full)
+    newest = d / levels(d)[-1]
+    marker = tmp_path / "MARKER"
+    evil = _evil_part(sc, tmp_path, marker)
+    for i, how in enumerate(TAMPERING):
+        d2, newest2, _ = copy((d, None), tmp_path / f"copy{i}")
+        file = _tamper(newest2, evil, how)
+        with pytest.raises(UsageError, match=re.escape(f"is corrupt: {newest2 / file}")):
+            resume(sc, d2)
+        assert not marker.exists()
+    assert newest.exists()
