@@ -443,3 +443,18 @@ def test_a_remote_directory_is_signed_and_checked_by_the_driver(sc, tmp_path, mo
             resume(sc, d2)
         assert not marker.exists()
     assert newest.exists()
+
+
+def test_a_directory_named_like_a_pattern_is_refused(sc, saved, tmp_path):
+    """Spark's reader expands ``ck[1]`` as a glob (it would read ``ck1``), so the
+    files it unpickles would not be the ones checked."""
+    from checker.spark.checkpoint import check_directory
+    d = tmp_path / "ck[1]"
+    shutil.copytree(saved[0], d)
+    shutil.copytree(saved[0], tmp_path / "ck1")
+    for flag, must_exist in (("--checkpoint", False), ("--resume", True)):
+        with pytest.raises(UsageError, match=re.escape(f"{flag} '{d}' has '[', which Spark's readers take as a "
+                                                       f"pattern")):
+            check_directory(str(d), flag, must_exist)
+    with pytest.raises(UsageError, match=re.escape(f"--resume '{d}' has '['")):
+        resume(sc, d)

@@ -70,6 +70,7 @@ _ANOTHER_KEY = (f"if this checkpoint is yours and was written on another machine
 def check_directory(path: str, flag: str, must_exist: bool) -> None:
     """Fail before Spark starts when a local checkpoint directory is unusable
     (Hadoop URLs other than file: are checked by Spark itself)."""
+    no_pattern(path, flag)
     m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
     if m and m.group(1).lower() != "file":
         return
@@ -86,6 +87,16 @@ def check_directory(path: str, flag: str, must_exist: bool) -> None:
         parent = parent.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} '{path}': '{parent}' is not writable; choose another directory with {flag} DIR")
+
+
+def no_pattern(path: str, flag: str) -> None:
+    """Refuse a directory whose path Hadoop's readers would expand as a glob pattern:
+    ``sc.pickleFile('ck[1]/...')`` reads ``ck1/...``, not the directory whose files
+    were checked."""
+    if m := re.search(r"[*?\[\]{}\\]", path):
+        raise UsageError(f"{flag} '{path}' has {m.group()!r}, which Spark's readers take as a pattern (they would "
+                         f"read other directories than this one); choose a directory whose path has none of "
+                         f"* ? [ ] {{ }} \\")
 
 
 def key_path() -> Path:
@@ -494,6 +505,7 @@ def identity(model: Any, props: list, partitions: int, probe: str | None, *, max
 
 
 def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
+    no_pattern(directory, "--resume")
     level, state = _newest(sc, directory)
     _CHECKED.pop(directory, None)       # the run goes on writing there
     levels = _levels(sc, directory)
@@ -517,7 +529,7 @@ def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
         L = rdd.partitionBy(n, ident)
         L.persist(StorageLevel.MEMORY_AND_DISK)   # read once: the recount below fills the cache
         parts = L.map(_recount).collect()
-    except Exception as e:  # noqa: BLE001 - Hadoop could not read what the digests vouched for (.crc files)
+    except Exception as e:  # noqa: BLE001 - Hadoop could not read what the signatures vouched for (.crc files)
         L = None
         bad = Corrupt(level, "parts/", f"cannot be read by Spark ({java_cause(e)})")
         raise _advice(sc, directory, levels, bad) from None
