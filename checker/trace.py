@@ -57,6 +57,20 @@ def _tuplify(v: Any) -> Any:
     return v
 
 
+def _odd_arguments(v: Any, where: str):
+    """``(field, value)`` for each value under ``v`` (a trace action's arguments) that
+    no model action has: a float or an object.  ``0.0 == 0`` in Python, so a float
+    would pass for the enabled action and reach ``next_state`` as a float."""
+    if isinstance(v, dict) and where.endswith(".args"):
+        for k, x in v.items():
+            yield from _odd_arguments(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for j, x in enumerate(v):
+            yield from _odd_arguments(x, f"{where}[{j}]")
+    elif isinstance(v, (float, dict)):
+        yield where, v
+
+
 def action_to_json(a: Action | None) -> dict[str, Any] | None:
     if a is None:
         return None
@@ -262,6 +276,11 @@ def load_trace(path: str | Path) -> Trace:
         a = s["action"]
         if i > 0 and a is None:
             raise bad(f"field 'steps[{i}].action' must be an object {{name, args}}, got null")
+        odd = None if a is None else next(_odd_arguments(a["args"], f"steps[{i}].action.args"), None)
+        if odd is not None:
+            shown = repr(odd[1]) if len(repr(odd[1])) <= 60 else repr(odd[1])[:57] + "..."
+            raise bad(f"field '{odd[0]}' is {shown}, a {type(odd[1]).__name__}; an action's arguments are "
+                      f"integers, strings, booleans, null or lists of them, as kmc writes them")
         steps.append(TraceStep(i, None if a is None else action_from_json(a), s["fingerprint"].lower(), s["state"]))
     loop_start = doc.get("loop_start")
     if loop_start is not None:

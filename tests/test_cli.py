@@ -206,6 +206,11 @@ def test_replay_set_replays_with_one_key_changed(tmp_path):
     (lambda d: d.pop("property"), "missing field 'property'"),
     (lambda d: d.__setitem__("format_version", 99), "this kmc reads format_version 1"),
     (lambda d: d["steps"][1].__setitem__("fingerprint", 12), "steps[1].fingerprint"),
+    # 0.0 == 0: a float argument passed for the enabled action and crashed next_state (exit 3)
+    (lambda d: d["steps"][1]["action"].__setitem__("args", {"broker": 0.0}),
+     "field 'steps[1].action.args.broker' is 0.0, a float; an action's arguments are integers, strings"),
+    (lambda d: d["steps"][1]["action"].__setitem__("args", {"isr": [0, {"a": 1}]}),
+     "field 'steps[1].action.args.isr[1]' is {'a': 1}, a dict"),
 ])
 def test_replay_malformed(tmp_path, broken, edit, needle):
     p = tampered(tmp_path, broken[2], edit)
