@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from impl.broken import KINDS as BROKEN_KINDS
 from impl.observed import ObservedRun, read_run
 from impl.proccluster import ClusterError, ProcessCluster
 from impl.zkensemble import Ensemble, EnsembleError
@@ -53,6 +54,12 @@ def options_error(options: Mapping[str, Any]) -> str | None:
             f"--faults needs at least one of {', '.join(FAULTS)}"
     if not 3 <= int(options.get("brokers", 3)) <= 5:
         return "--brokers must be 3 to 5 (replication factor 3, min.insync.replicas=2)"
+    broken = options.get("broken")
+    if broken and broken not in BROKEN_KINDS:
+        return f"unknown --broken kind {broken!r}; choose from {', '.join(BROKEN_KINDS)}"
+    where = options.get("dir")
+    if where and Path(where).exists() and not Path(where).is_dir():
+        return f"--dir '{where}' is a file, not a directory; name a directory for the run's logs (new or existing)"
     return None
 
 

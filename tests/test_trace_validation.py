@@ -98,6 +98,19 @@ def test_kmc_cluster_bad_faults_are_one_line_errors():
     cli_support.one_line_error(r, "unknown fault kind 'explode'")
 
 
+def test_kmc_cluster_bad_broken_kind_and_dir_are_refused_before_any_process_starts(tmp_path):
+    # Before, --broken nope started a ZooKeeper ensemble and three brokers, which then
+    # died on their own usage error; --dir FILE was an internal error (exit 4).
+    from tests import cli_support
+    r = cli_support.kmc("cluster", "--broken", "nope", "--seconds", "1", "--dir", tmp_path / "run", timeout=60)
+    cli_support.one_line_error(r, "unknown --broken kind 'nope'; choose from controller-epoch-check, election")
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "file").write_text("mine")
+    r = cli_support.kmc("cluster", "--dir", tmp_path / "file", "--seconds", "1", timeout=60)
+    cli_support.one_line_error(r, f"--dir '{tmp_path / 'file'}' is a file, not a directory")
+    assert (tmp_path / "file").read_text() == "mine"
+
+
 @pytest.mark.cluster
 def test_kmc_cluster_runs_faults_checks_and_validates(tmp_path):
     """A bounded ``kmc cluster``: ten seconds of random kill and stop faults."""
