@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import math
 import os
 import re
 import shlex
@@ -270,6 +271,19 @@ def at_least(text: str, low: int) -> int:
         raise argparse.ArgumentTypeError(f"expects a whole number >= {low}, got {shown!r}") from None
     if v < low:
         raise argparse.ArgumentTypeError(f"expects a number >= {low}, got {v}")
+    return v
+
+
+def percent(text: str) -> float:
+    """An argparse type: a percentage, a finite number from 0 to 100 (``nan`` would
+    compare false with every score, and make a gate that always passes)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0 <= v <= 100:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(f"expects a percentage from 0 to 100, got {shown!r}")
     return v
 
 

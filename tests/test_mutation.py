@@ -162,6 +162,10 @@ def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
     (["--module", "nothing/*.py"], "no module of toyimpl/ matches"),
     (["--mutant", "m-00000000"], "no mutant m-00000000"),
     (["--operator", "swap"], "unknown choice 'swap'"),
+    # nan compared false with every score: a gate that always passed
+    (["--min-score", "nan"], "argument --min-score: expects a percentage from 0 to 100, got 'nan'"),
+    (["--min-score", "101"], "expects a percentage from 0 to 100, got '101'"),
+    (["--min-score", "-1"], "expects a percentage from 0 to 100, got '-1'"),
 ])
 def test_bad_input_is_one_line_exit_2(toy, args, needle):
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")
