@@ -29,7 +29,7 @@ import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
-from checker.cmdline import MODEL_HELP, family_properties, reopen_args, user_property_error
+from checker.cmdline import MODEL_HELP, deadlock_flags, family_properties, reopen_args, user_property_error
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, config_family,
     load_family,
@@ -168,6 +168,7 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
     props = model_props + user_props
     custom = config != resolve(family, preset, {})
+    deadlock_flags(args.property, args.no_deadlock)
     check_deadlock = not args.no_deadlock
     if args.property:
         known = [p.name for p in props]

@@ -274,6 +274,14 @@ def at_least(text: str, low: int) -> int:
     return v
 
 
+def deadlock_flags(properties: list[str] | None, no_deadlock: bool) -> None:
+    """``--property Deadlock`` with ``--no-deadlock`` would check nothing of what was
+    asked and still say every property holds: refused."""
+    if no_deadlock and "Deadlock" in (properties or ()):
+        raise UsageError("--property Deadlock names the deadlock check that --no-deadlock turns off; "
+                         "drop one of the two")
+
+
 def percent(text: str) -> float:
     """An argparse type: a percentage, a finite number from 0 to 100 (``nan`` would
     compare false with every score, and make a gate that always passes)."""

@@ -128,6 +128,14 @@ def test_sys_exit_anywhere_in_model_code_is_exit_3(tmp_path):
     assert "never exit the process" in assert_one_line_error(r, 3, "called sys.exit(0)")
 
 
+def test_property_deadlock_with_no_deadlock_is_refused(tmp_path):
+    # Before, it checked nothing and said every property holds.
+    for command in ("check", "simulate"):
+        r = kmc(command, *TOYS, "--preset", "tiny", "--property", "Deadlock", "--no-deadlock",
+                "--traces-dir", tmp_path / "traces")
+        assert_one_line_error(r, 2, "--property Deadlock names the deadlock check that --no-deadlock turns off")
+
+
 # ----------------------------------------------------------------------- replay
 
 def test_replay_ok(broken):

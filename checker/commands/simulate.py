@@ -24,7 +24,8 @@ import sys
 from typing import Any, TextIO
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
-                             config_family, model_properties, nonneg, positive, reopen_args, resolve_config, wrap)
+                             config_family, deadlock_flags, model_properties, nonneg, positive, reopen_args,
+                             resolve_config, wrap)
 from checker.errors import UsageError
 
 
@@ -87,6 +88,7 @@ def register(sub: Any, fmt: Any) -> None:
 def _select(args: argparse.Namespace, props: list) -> tuple[list, bool]:
     from checker.model import EVENTUALLY
 
+    deadlock_flags(args.property, args.no_deadlock)
     check_deadlock = not args.no_deadlock
     if args.property:
         known = [p.name for p in props]
