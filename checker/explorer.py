@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from checker.errors import USER_CODE_ERRORS, ModelError, UsageError
+from checker.errors import USER_CODE_ERRORS, ModelError, UsageError, describe_exception
 from checker.fingerprint import fingerprint, format_fingerprint
 from checker.model import ALWAYS, Action, Model, Property
 from checker.replay import ReplayStep
@@ -219,9 +219,14 @@ class Explorer:
         for p in self.properties:
             if p.kind != ALWAYS:
                 continue
-            if p.step:
-                holds = bool(p.predicate(w.states[-2], w.actions[-1], last)) if w.actions else None
-            else:
-                holds = bool(p.predicate(last))
+            try:
+                if p.step:
+                    holds = bool(p.predicate(w.states[-2], w.actions[-1], last)) if w.actions else None
+                else:
+                    holds = bool(p.predicate(last))
+            except USER_CODE_ERRORS as e:     # the page says so, not a dropped connection
+                raise ModelError(f"the predicate of property {p.name!r} raised {describe_exception(e)} at step "
+                                 f"{len(w.actions)} of this path; a predicate must return a bool on every "
+                                 f"reachable state: fix the property") from e
             out.append({"name": p.name, "step": p.step, "holds": holds, "rationale": p.rationale})
         return out

@@ -178,6 +178,27 @@ def test_the_server_serves_the_page_its_files_and_json(server):
     assert get(server + "/../../etc/passwd")[0] == 404
 
 
+def test_a_raising_property_is_an_error_on_the_page_not_a_dropped_connection():
+    from checker.model import always
+
+    def shaky(s):
+        if s.x == 1:
+            raise KeyError("x")
+        return True
+
+    srv = serve(Explorer(Grid(2), properties=[always("Shaky", shaky)]), "", "toys", "127.0.0.1", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/api/page?path="
+        assert get(url + "0.1")[0] == 200        # IncY: x stays 0
+        status, ctype, body = get(url + "0.0")   # IncX
+        assert status == 500 and "application/json" in ctype
+        assert "the predicate of property 'Shaky' raised KeyError: 'x'" in json.loads(body)["error"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_a_path_downloads_as_a_trace_that_kmc_replay_accepts(server, tmp_path):
     status, _, body = get(server + "/api/trace?path=0.2.0.2.2")
     assert status == 200
