@@ -129,6 +129,21 @@ def load_all(paths: Iterable[str | os.PathLike], *, existing: Iterable[str] = ()
     return out
 
 
+def check_user_file(path: str | os.PathLike, *, kind: str = "invariants", flag: str = "--invariants") -> None:
+    """That ``path`` is a file kmc could run, without running it: a command that runs
+    it only when it needs it (``kmc replay`` of a built-in property) still refuses a
+    path that names nothing usable, instead of ignoring it."""
+    p = Path(path)
+    if not p.is_file():
+        try:
+            special = special_kind(p.stat().st_mode)
+        except OSError:
+            special = None
+        what = ("is a directory" if p.is_dir() else f"is {special}, not a regular file" if special
+                else "does not exist")
+        raise UsageError(f"{kind} file '{path}' {what}; give the path of a Python file to {flag}")
+
+
 def run_user_file(path: str | os.PathLike, *, kind: str, flag: str) -> Any:
     """Run the user's Python file at ``path`` as a fresh module and return it.
 
@@ -138,14 +153,7 @@ def run_user_file(path: str | os.PathLike, *, kind: str, flag: str) -> Any:
     """
     name = str(path)
     p = Path(path)
-    if not p.is_file():
-        try:
-            special = special_kind(p.stat().st_mode)
-        except OSError:
-            special = None
-        what = ("is a directory" if p.is_dir() else f"is {special}, not a regular file" if special
-                else "does not exist")
-        raise UsageError(f"{kind} file '{name}' {what}; give the path of a Python file to {flag}")
+    check_user_file(path, kind=kind, flag=flag)
     try:
         source = read_input(p, f"{kind} file '{name}'", f"give the path of a Python file to {flag}")
     except OSError as e:

@@ -225,6 +225,14 @@ def test_replay_malformed(tmp_path, broken, edit, needle):
     assert_one_line_error(kmc("replay", p), 2, needle)
 
 
+def test_replay_refuses_an_invariants_file_that_is_not_there(tmp_path, broken):
+    # Before, the file was loaded only for a property of its own: a built-in one
+    # replayed with exit 0 and the typo went unnoticed.
+    assert_one_line_error(kmc("replay", broken[2], "--invariants", tmp_path / "nope.py"), 2,
+                          f"invariants file '{tmp_path / 'nope.py'}' does not exist")
+    assert_one_line_error(kmc("replay", broken[2], "--invariants", tmp_path), 2, "is a directory")
+
+
 def test_replay_invalid_json_and_missing_file(tmp_path):
     p = tmp_path / "x.json"
     p.write_text('{"format": "kmc-trace",')

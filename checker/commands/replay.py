@@ -18,7 +18,7 @@ from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, config
                              model_properties, nonneg, one_line, para, trace_family, user_property_error, wrap)
 from checker.config import parse_set, resolve
 from checker.errors import ModelError, UsageError
-from checker.invariants import load_all
+from checker.invariants import check_user_file, load_all
 from checker.output import check_output, write_output
 from checker.replay import replay
 from checker.staterender import render_changes, render_state
@@ -62,6 +62,8 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     if args.step is not None and args.step > last:
         raise UsageError(f"--step {args.step} is out of range: trace '{args.file}' has steps 0..{last}; "
                          f"pick one of them")
+    for f in args.invariants:
+        check_user_file(f)        # run only if the trace's property is one of its own
     family, family_ref = trace_family(trace, args.model)
     unrecorded = {k: p.default for k, p in family.parameters.items() if k not in trace.config and k not in overrides}
     if overrides:   # an unknown key or a bad value is bad input (exit 2), not a trace that no longer fits
