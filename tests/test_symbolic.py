@@ -493,6 +493,7 @@ def test_a_lemma_that_does_not_build_is_bad_input(tmp_path, capsys):
     (["bmc", "--steps", "0"], "expects a number >= 1"),
     (["bmc", "--steps", "3", "--property", "Nope"], "invariant 'Nope' has no symbolic encoding"),
     (["bmc", "--steps", "3", "--preset", "nope"], "unknown preset 'nope'"),
+    (["bmc", "--steps", "1", "--brokers", "3", "--set", "brokers=2"], "--brokers 3 and --set brokers=2 disagree"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words, capsys):
     from checker.cli import main

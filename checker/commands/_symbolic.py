@@ -34,8 +34,11 @@ def load(args: argparse.Namespace) -> tuple[Any, str, str, dict, bool, Any]:
     from checker.config import load_config_file, parse_set, resolve
 
     file_cfg = load_config_file(args.config) if args.config else None
-    parse_set(args.set)
+    sets = parse_set(args.set)
     if args.brokers is not None:
+        if "brokers" in sets and sets["brokers"] != str(args.brokers):
+            raise UsageError(f"--brokers {args.brokers} and --set brokers={sets['brokers']} disagree (--brokers N "
+                             f"is --set brokers=N); give one of them")
         args.set = [*args.set, f"brokers={args.brokers}"]
     family, family_ref = config_family(args.model, file_cfg)
     symbolic = getattr(family, "symbolic", None)
