@@ -102,19 +102,25 @@ def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Itera
     return None
 
 
-def check_output(path: str, force: bool, flag: str = "-o", *, reads: Iterable[Named] = (),
+def _another_name(force: bool | None) -> str:
+    """The fix for an output that exists: ``force`` None is a command without
+    ``--force`` (it never overwrites), which must not suggest the flag."""
+    return "choose another name" + (", or add --force" if force is not None else "")
+
+
+def check_output(path: str, force: bool | None, flag: str = "-o", *, reads: Iterable[Named] = (),
                  dirs: Iterable[Named] = ()) -> None:
     """Fail before the work, not after it, when ``path`` could not or must not be
     written: not a regular file (a link, a directory, a FIFO...), one of the
     command's inputs (``reads``: (what, path) pairs; ``dirs``: directories it reads
-    or keeps), an existing file without ``force``, or a directory that is not there
-    or not writable."""
+    or keeps), an existing file without ``force`` (None: the command has no
+    ``--force``), or a directory that is not there or not writable."""
     problem = not_regular(path, flag) or input_problem(path, flag, reads, dirs)
     if problem:
         raise UsageError(problem)
     p = Path(path)
     if _lstat(p) is not None and not force:
-        raise UsageError(f"{flag} '{path}' exists; it is not overwritten: choose another name, or add --force")
+        raise UsageError(f"{flag} '{path}' exists; it is not overwritten: {_another_name(force)}")
     parent = p.absolute().parent
     if not parent.is_dir():
         raise UsageError(f"cannot write {flag} '{path}': directory '{parent}' does not exist; create it first")
@@ -148,7 +154,8 @@ def _temporary(p: Path, data: bytes, flag: str, path: str | Path) -> Path:
     return tmp
 
 
-def write_output(path: str, data: bytes, force: bool, flag: str = "-o", *, reads: Iterable[Named] = ()) -> None:
+def write_output(path: str, data: bytes, force: bool | None, flag: str = "-o", *,
+                 reads: Iterable[Named] = ()) -> None:
     """All or nothing: a temporary file in the same directory, then renamed over
     the target (with --force) or linked to it (without: fails if it appeared).
     The target is checked again first: it may have become a link, a FIFO or one of
@@ -169,7 +176,7 @@ def write_output(path: str, data: bytes, force: bool, flag: str = "-o", *, reads
     except FileExistsError:
         raise UsageError(not_regular(path, flag) or (
             f"{flag} '{path}' was created by something else while kmc ran (it did not exist when the run "
-            f"began); it is not overwritten: choose another name, or add --force")) from None
+            f"began); it is not overwritten: {_another_name(force)}")) from None
     except OSError as e:
         raise UsageError(f"cannot write {flag} '{path}': {e.strerror or e}; choose another place") from None
     finally:

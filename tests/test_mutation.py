@@ -121,15 +121,24 @@ def test_kmc_mutate_on_a_toy_reports_killed_survived_equivalent_and_the_score(to
     assert "killed (" in out and "equivalent (6): not run, not scored" in out
     # never overwritten
     again = cli_support.kmc("mutate", *MODEL, "--json", "out.json", cwd=toy)
-    cli_support.one_line_error(again, "never overwritten", reproduce="kmc mutate")
+    line = cli_support.one_line_error(again, "--json 'out.json' exists; it is not overwritten: choose another name",
+                                      reproduce="kmc mutate")
+    assert "--force" not in line      # kmc mutate has no --force
 
 
 def test_a_json_file_that_is_a_dangling_link_is_refused_up_front(toy):
     """Path.exists() follows the link: the run went on, and open(..., "x") failed at its end."""
     (toy / "out.json").symlink_to(toy / "nowhere.json")
     r = cli_support.kmc("mutate", *MODEL, "--json", "out.json", "--list", cwd=toy)
-    cli_support.one_line_error(r, "'out.json' exists and is never overwritten", reproduce="kmc mutate")
+    cli_support.one_line_error(r, "--json 'out.json' is a symbolic link", reproduce="kmc mutate")
     assert (toy / "out.json").is_symlink() and not (toy / "nowhere.json").exists()
+
+
+def test_a_json_file_in_a_missing_directory_is_refused_up_front(toy):
+    # Before, only an existing file was refused up front: a missing directory failed
+    # with a traceback at the end of the run.
+    r = cli_support.kmc("mutate", *MODEL, "--json", "nodir/out.json", "--list", cwd=toy)
+    cli_support.one_line_error(r, "cannot write --json 'nodir/out.json': directory", reproduce="kmc mutate")
 
 
 def test_the_score_gates_and_a_sample_is_reproducible(toy):

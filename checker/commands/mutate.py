@@ -33,6 +33,7 @@ from checker.cmdline import (
 )
 from checker.config import resolve
 from checker.errors import UsageError
+from checker.output import check_output, write_output
 from checker.mutation import OPERATORS, CommandCorpus, collect, load_equivalents, sample, valid
 from checker.mutation_run import (
     IGNORE, SURVIVED, Run, baseline, children_stopped, prepare_command, prepare_conform, report, run_all, score,
@@ -122,8 +123,8 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         modules = [m for m in modules if any(fnmatch.fnmatch(m, g) for g in args.module)]
         if not modules:
             raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}")
-    if args.json and os.path.lexists(args.json):     # a dangling link too: open(..., "x") would fail at the end
-        raise UsageError(f"'{args.json}' exists and is never overwritten; choose another --json FILE")
+    if args.json:     # before the run, not after it: it exists, is a link, or its directory is missing
+        check_output(args.json, None, "--json")
     if args.list:
         return _measure(args, command, family, ref, name, target, root, modules, "")
     # Every mutant is a copy of one snapshot of the project, taken now: editing the
@@ -243,8 +244,7 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
                "baseline_seconds": round(run.baseline, 2),
                "timeout_seconds": run.timeout, "detected": detected, "scored": scored,
                "score": pct, "outcomes": [o.to_json() for o in outcomes]}
-        with open(args.json, "x", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        write_output(args.json, json.dumps(doc, indent=1).encode(), None, "--json")
     if min_score is not None and (pct is None or pct < min_score):
         # two decimals: 82.57% reads "82.6%" above, which must not look like the level it misses
         exact = "-" if pct is None else f"{pct:.2f}%"
