@@ -108,12 +108,13 @@ def _engine(args: argparse.Namespace) -> str:
 def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO) -> Any:
     try:
         from checker.spark import check as spark_check
-        from checker.spark.checkpoint import check_directory, preflight, signing_key
+        from checker.spark.checkpoint import check_directory, preflight, refuse_another_run, signing_key
     except ImportError as e:
         raise UsageError(f"the Spark engine needs pyspark and numpy ({e}); install kmc with its dependencies "
                          f"(pip install -e .) or use --engine local") from None
     if args.checkpoint:
         check_directory(args.checkpoint, "--checkpoint", must_exist=False)
+        refuse_another_run(args.checkpoint, args.resume)
         signing_key(create=True)            # an unusable key is refused before Spark starts
     if args.resume:
         check_directory(args.resume, "--resume", must_exist=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from checker.errors import UsageError
-from checker.spark.checkpoint import KEY_ENV, VERSION, key_path, preflight, sign, signing_key
+from checker.spark.checkpoint import KEY_ENV, VERSION, key_path, preflight, refuse_another_run, sign, signing_key
 from tests import cli_support
 from tests.spark_support import sign_level, spark_module, summary
 from tests.toys import Grid
@@ -458,3 +458,18 @@ def test_a_directory_named_like_a_pattern_is_refused(sc, saved, tmp_path):
             check_directory(str(d), flag, must_exist)
     with pytest.raises(UsageError, match=re.escape(f"--resume '{d}' has '['")):
         resume(sc, d)
+
+
+def test_a_new_run_is_refused_a_directory_that_holds_another_runs_checkpoint(tmp_path):
+    # Only the two newest levels of a directory are kept, by number: a new run's
+    # levels 3, 4... were deleted as soon as written, beside an old run's level 40.
+    d = tmp_path / "ckpt"
+    (d / "level-00040" / "meta").mkdir(parents=True)
+    (d / "level-00040" / "meta" / "_SUCCESS").write_text("")
+    r = cli_support.kmc("check", "--model", "tests.toys:FAMILY", "--set", "toy=grid", "--set", "n=3", "--engine",
+                        "spark", "--quiet", "--traces-dir", tmp_path / "t", "--checkpoint", d)
+    cli_support.one_line_error(r, f"--checkpoint '{d}' already holds a checkpoint (newest level 40); a new run there "
+                                  f"would lose its own levels to it: go on from it with --resume {d} --checkpoint {d}")
+    assert sorted(p.name for p in d.iterdir()) == ["level-00040"]
+    refuse_another_run(str(d), str(d))                    # resuming it, and going on writing there: its own
+    refuse_another_run(str(tmp_path / "empty"), None)     # nothing there yet

@@ -89,6 +89,22 @@ def check_directory(path: str, flag: str, must_exist: bool) -> None:
         raise UsageError(f"{flag} '{path}': '{parent}' is not writable; choose another directory with {flag} DIR")
 
 
+def refuse_another_run(checkpoint: str, resume: str | None) -> None:
+    """Refuse ``--checkpoint DIR`` that holds another run's complete levels (a local
+    one; the same directory as ``--resume`` is this run's own).  Only the newest
+    levels of a directory are kept, by number: a new run's first levels, numbered
+    below the old run's, would be deleted as soon as they were written."""
+    local = _local(checkpoint)
+    if local is None or (resume is not None and _local(resume) is not None
+                         and local.resolve() == _local(resume).resolve()):
+        return
+    held = _levels(None, checkpoint)
+    if held:
+        raise UsageError(f"--checkpoint '{checkpoint}' already holds a checkpoint (newest level {held[0]}); a new "
+                         f"run there would lose its own levels to it: go on from it with --resume {checkpoint} "
+                         f"--checkpoint {checkpoint}, or choose an empty directory")
+
+
 def no_pattern(path: str, flag: str) -> None:
     """Refuse a directory whose path Hadoop's readers would expand as a glob pattern:
     ``sc.pickleFile('ck[1]/...')`` reads ``ck1/...``, not the directory whose files
