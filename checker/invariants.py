@@ -67,6 +67,15 @@ def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) ->
     taken = set(existing)
     names: set[str] = set()
     for prop in found:
+        if not isinstance(prop.name, str) or not prop.name.strip():
+            raise UsageError(f"invariants file '{name}' defines a property named {prop.name!r}; give it a name "
+                             f"(the first argument of always(), sometimes()...)")
+        for what, fn in (("predicate", prop.predicate), ("trigger", prop.trigger)):
+            if fn is not None and not callable(fn):
+                shown = repr(fn) if len(repr(fn)) <= 40 else repr(fn)[:37] + "..."
+                raise UsageError(f"invariants file '{name}': the {what} of property {prop.name!r} is {shown} "
+                                 f"({type(fn).__name__}), not a function; pass a function of the state, e.g. "
+                                 f"lambda s: ...")
         if prop.name in names:
             raise UsageError(f"invariants file '{name}' defines two properties named {prop.name!r}; rename one")
         if prop.name in taken:

@@ -323,6 +323,10 @@ def test_user_invariant_fails_and_trace_names_it(tmp_path):
     ("x = 1\ny = 1 / 0\n", "line 2 raised ZeroDivisionError"),
     ("x = 1\n", "defines no property"),
     ("from checker.model import always\nTypeOK = always('TypeOK', lambda s: True)\n", "already defined"),
+    # a predicate that is no function was called on the first state: exit 3, the state in the message
+    ("from checker.model import always\nA = always('A', 5)\n", "the predicate of property 'A' is 5 (int), not a "
+                                                                 "function"),
+    ("from checker.model import always\nA = always('', lambda s: True)\n", "defines a property named ''"),
 ])
 def test_bad_invariants_file(tmp_path, text, needle):
     inv = tmp_path / "inv.py"
