@@ -114,7 +114,18 @@ def test_sys_exit_in_a_predicate_is_an_error_not_a_silent_end(tmp_path):
     r = check(tmp_path, "--preset", "tiny", "--invariants", inv, "--quiet")
     assert "property 'Exits' in invariants file" in assert_one_line_error(r, 2, "raised SystemExit: 0")
     r = kmc("simulate", *TOYS, "--preset", "tiny", "--invariants", inv, "--traces-dir", tmp_path / "traces")
-    assert "the predicate of property 'Exits'" in assert_one_line_error(r, 3, "raised SystemExit: 0")
+    assert "property 'Exits' in invariants file" in assert_one_line_error(r, 2, "raised SystemExit: 0")
+
+
+def test_simulate_reports_a_raising_invariants_predicate_as_check_does(tmp_path):
+    # kmc check: exit 2, the user's file and line; kmc simulate said exit 3, "the model broke its contract"
+    inv = tmp_path / "raises.py"
+    inv.write_text("from checker.model import always\n"
+                   "def bad(s):\n    if s.x == 1:\n        raise KeyError('x')\n    return True\n"
+                   "Raises = always('Raises', bad, 'raises on x = 1')\n")
+    for command in ("check", "simulate"):
+        r = kmc(command, *TOYS, "--preset", "tiny", "--invariants", inv, "--traces-dir", tmp_path / "traces")
+        assert_one_line_error(r, 2, f"property 'Raises' in invariants file '{inv}' line 4 raised KeyError: 'x'")
 
 
 def test_sys_exit_anywhere_in_model_code_is_exit_3(tmp_path):

@@ -25,8 +25,8 @@ from typing import Any, TextIO
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
                              config_family, deadlock_flags, model_properties, nonneg, positive, reopen_args,
-                             resolve_config, wrap)
-from checker.errors import UsageError
+                             resolve_config, user_property_error, wrap)
+from checker.errors import ModelError, UsageError
 
 
 def register(sub: Any, fmt: Any) -> None:
@@ -165,23 +165,27 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     kw = dict(properties=props, seed=args.seed, walks=args.walks, max_steps=args.max_steps,
               swarm=not args.no_swarm, check_deadlock=check_deadlock, time_limit=args.time_limit,
               shrinking=not args.no_shrink, progress=None if args.quiet else sys.stderr)
-    if args.stateful:
-        from checker.stateful import search
-        r = search(model, walk_states=args.walk_states or DEFAULT_WALK_STATES, **kw)
-    elif args.random_priority:
-        from checker.randompriority import search as rp_search
-        del kw["walks"], kw["swarm"]
-        r = rp_search(model, **kw)
-    elif engine == "spark":
-        try:
-            from checker.spark.simulate import simulate as spark_simulate
-        except ImportError as e:
-            raise UsageError(f"the Spark engine needs pyspark ({e}); install kmc with its dependencies "
-                             f"(pip install -e .) or use --engine local") from None
-        r = spark_simulate(model, master=args.spark_master, partitions=args.spark_partitions, **kw)
-    else:
-        from checker.simulate import simulate
-        r = simulate(model, **kw)
+    try:
+        if args.stateful:
+            from checker.stateful import search
+            r = search(model, walk_states=args.walk_states or DEFAULT_WALK_STATES, **kw)
+        elif args.random_priority:
+            from checker.randompriority import search as rp_search
+            del kw["walks"], kw["swarm"]
+            r = rp_search(model, **kw)
+        elif engine == "spark":
+            try:
+                from checker.spark.simulate import simulate as spark_simulate
+            except ImportError as e:
+                raise UsageError(f"the Spark engine needs pyspark ({e}); install kmc with its dependencies "
+                                 f"(pip install -e .) or use --engine local") from None
+            r = spark_simulate(model, master=args.spark_master, partitions=args.spark_partitions, **kw)
+        else:
+            from checker.simulate import simulate
+            r = simulate(model, **kw)
+    except ModelError as e:
+        # a predicate of an --invariants file that raised is the user's to fix (exit 2), as in kmc check
+        raise user_property_error(e, args.invariants or []) or e
 
     print(f"walks: {r.walks}  steps: {r.steps}  distinct states: {r.distinct}  deepest: {r.deepest}"
           f"{'  (every reachable state within --max-steps visited)' if r.exhausted else ''}", file=out)
