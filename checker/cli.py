@@ -29,7 +29,8 @@ import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from checker import bfs, commands
-from checker.cmdline import MODEL_HELP, deadlock_flags, family_properties, reopen_args, user_property_error
+from checker.cmdline import (MODEL_HELP, deadlock_flags, family_properties, reopen_args, user_properties,
+                             user_property_error)
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, config_family,
     load_family,
@@ -48,7 +49,6 @@ from checker.config import load_config_file, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.reduction import plan as reduction_plan
 from checker.errors import describe_exception as _exc
-from checker.invariants import load_all
 from checker.liveness import CheckRun
 from checker.model import Property
 from checker.output import check_outputs
@@ -166,7 +166,7 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     preset, config = _resolve_config(args, family, file_cfg)
     model = _build(family, config)
     model_props = _model_properties(model)
-    user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
+    user_props = user_properties(args.invariants or [], model_props)
     props = model_props + user_props
     custom = config != resolve(family, preset, {})
     deadlock_flags(args.property, args.no_deadlock)

@@ -26,7 +26,7 @@ from checker.config import parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.imports import import_ref
-from checker.invariants import NotABool
+from checker.invariants import NotABool, load_all
 from checker.model import ModelFamily, Property
 from checker.staterender import fill
 from checker.staterender import width as terminal_width
@@ -272,6 +272,12 @@ def at_least(text: str, low: int) -> int:
     if v < low:
         raise argparse.ArgumentTypeError(f"expects a number >= {low}, got {v}")
     return v
+
+
+def user_properties(files: Sequence[str], model_props: Sequence[Property]) -> list[Property]:
+    """The properties of the ``--invariants`` files, whose names must differ from
+    the model's (``model_props``) and from the built-in ``Deadlock``."""
+    return load_all(files, existing=[p.name for p in model_props] + ["Deadlock"])
 
 
 def deadlock_flags(properties: list[str] | None, no_deadlock: bool) -> None:

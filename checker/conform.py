@@ -103,11 +103,11 @@ from checker.divergence import (EXTRA, INITIAL, KINDS, RAISED, REFUSED, SETTLED,
                                 NotInModel)
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
-from checker.inputfile import read_input
 from checker.fingerprint import fingerprint_fn
 from checker.fromstate import from_state
 from checker.graph import explore  # noqa: F401 - explore: the doctests
 from checker.imports import import_ref
+from checker.inputfile import read_input
 from checker.model import Action, Model, State, plain
 from checker.observation import canonical, diff, view
 from checker.result import INTERRUPTED, CheckResult, Violation

@@ -18,6 +18,7 @@ the URL names everything, :mod:`checker.explorer`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -30,13 +31,12 @@ from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, resolve_config, trace_family,
-    user_property_error, wrap,
+    user_properties, user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
 from checker.errors import ModelError, UsageError
 from checker.explorer import Explorer, format_path, parse_path
 from checker.fingerprint import fingerprint, parse_fingerprint
-from checker.invariants import load_all
 from checker.model import Property
 from checker.result import Step, Violation
 from checker.replay import replay
@@ -72,11 +72,6 @@ def register(sub: Any, fmt: Any) -> None:
     p.set_defaults(func=cmd_explore)
 
 
-def user_properties(files: list[str], model: Any) -> list[Property]:
-    """The properties of the ``--invariants`` files, whose names must differ from the model's."""
-    return load_all(files, existing=[p.name for p in model_properties(model)] + ["Deadlock"])
-
-
 def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, str]:
     """The explorer of ``args``, with a trace the trace's path, and the family's reference."""
     if args.trace:
@@ -86,16 +81,15 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
         trace = load_trace(args.trace)
         family, ref = trace_family(trace, args.model)   # never a module the trace alone names
 
+        @functools.cache
         def built() -> Any:
             return build_model(family, resolve(family, None, trace.config))
 
-        loaded: list[list[Property]] = []
-
+        @functools.cache
         def loader() -> list[Property]:
             # As kmc replay: only the files the command line names, never the ones the
             # trace records; run once, for the replay's re-check and the page alike.
-            loaded.append(user_properties(args.invariants, built()))
-            return loaded[0]
+            return user_properties(args.invariants, model_properties(built()))
 
         try:
             res = replay(trace, lambda _ref: family, property_loader=loader if args.invariants else None,
@@ -106,8 +100,7 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
             raise UsageError(f"trace '{args.trace}' no longer fits the model: {res.reason}; "
                              f"kmc replay {args.trace} shows where")
         model = built()
-        user = loaded[0] if loaded else user_properties(args.invariants, model)
-        ex = Explorer(model, properties=model_properties(model) + user, config=trace.config, preset=trace.preset,
+        ex = Explorer(model, properties=model_properties(model) + loader(), config=trace.config, preset=trace.preset,
                       title=f"{model.name} {model.version}: {trace.property_name}")
         path = ex.path_of([s.action for s in trace.steps[1:]], parse_fingerprint(trace.steps[0].fingerprint))
         ex.trace_info = {"name": Path(args.trace).name, "property": trace.property_name, "path": path}
@@ -117,7 +110,8 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
     family, ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
-    ex = Explorer(model, properties=model_properties(model) + user_properties(args.invariants, model),
+    props = model_properties(model)
+    ex = Explorer(model, properties=props + user_properties(args.invariants, props),
                   config=config, preset=preset, title=f"{model.name} {model.version}")
     ex.trace_info = None
     return ex, None, ref

@@ -18,7 +18,6 @@ import argparse
 import fnmatch
 import importlib.util
 import json
-import os
 import shutil
 import signal
 import sys

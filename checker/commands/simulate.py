@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
                              config_family, deadlock_flags, model_properties, nonneg, positive, reopen_args,
-                             resolve_config, user_property_error, wrap)
+                             resolve_config, user_properties, user_property_error, wrap)
 from checker.errors import ModelError, UsageError
 
 
@@ -109,7 +109,6 @@ def _select(args: argparse.Namespace, props: list) -> tuple[list, bool]:
 
 def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     from checker.config import load_config_file, parse_set, resolve
-    from checker.invariants import load_all
     from checker.result import VIOLATED
     from checker.simulate import DEFAULT_WALKS
     from checker.stateful import DEFAULT_WALK_STATES
@@ -143,7 +142,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
     model_props = model_properties(model)
-    user_props = load_all(args.invariants or [], existing=[p.name for p in model_props] + ["Deadlock"])
+    user_props = user_properties(args.invariants or [], model_props)
     custom = config != resolve(family, preset, {})
     props, check_deadlock = _select(args, model_props + user_props)
     if not args.quiet:
