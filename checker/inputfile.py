@@ -15,12 +15,13 @@ True
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from checker.errors import UsageError
 
-__all__ = ["special_kind", "read_input", "MAX_INPUT_BYTES"]
+__all__ = ["special_kind", "read_input", "local_path", "MAX_INPUT_BYTES"]
 
 MAX_INPUT_BYTES = 1 << 28   # 256 MiB: far above any trace or config kmc writes
 
@@ -50,3 +51,13 @@ def read_input(path: str | Path, what: str, fix: str, limit: int = MAX_INPUT_BYT
     if len(data) > limit:
         raise UsageError(f"{what} is more than the {limit:,} bytes kmc reads; {fix}")
     return data
+
+
+def local_path(url: str) -> Path | None:
+    """The local path a directory option names, which may be a Hadoop URL
+    (``--checkpoint``, ``--resume``): ``file:`` URLs too; None for another file
+    system, whose files kmc cannot look at without Spark."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", url)
+    if m and m.group(1).lower() != "file":
+        return None
+    return Path(re.sub(r"^file:(//)?", "", url) if m else url)

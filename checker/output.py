@@ -14,14 +14,13 @@ written, in case the target changed during the run.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import stat
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from checker.errors import UsageError
-from checker.inputfile import special_kind
+from checker.inputfile import local_path, special_kind
 
 # (what, path): an option or argument and the path it names; a None path is an
 # option not given.
@@ -73,15 +72,6 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _local(path: str) -> str | None:
-    """The local path a directory option names (``file:`` URLs too); None for a
-    Hadoop URL of another file system, which kmc's outputs cannot be inside."""
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
-    if m and m.group(1).lower() != "file":
-        return None
-    return re.sub(r"^file:(//)?", "", path) if m else path
-
-
 def _inside(path: str, directory: str) -> bool:
     out, d = os.path.realpath(path), os.path.realpath(directory)
     return out == d or os.path.commonpath([out, d]) == d
@@ -95,8 +85,8 @@ def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Itera
             return (f"{flag} '{path}' is the same file as {what} '{src}', which this command reads; an input is "
                     f"never overwritten, with or without --force: name another file for {flag}")
     for what, directory in dirs:
-        local = _local(directory) if directory is not None else None
-        if local and _inside(path, local):
+        local = local_path(directory) if directory else None
+        if local is not None and _inside(path, str(local)):
             return (f"{flag} '{path}' is inside the {what} directory '{directory}', which this command reads or "
                     f"keeps; kmc writes nothing of its own there: name a file outside it for {flag}")
     return None

@@ -429,7 +429,7 @@ def test_a_remote_directory_is_signed_and_checked_by_the_driver(sc, tmp_path, mo
     """A directory on another file system (hdfs://, s3a://) is read through Hadoop's
     FileSystem API on the driver: the same code, made to serve a local directory."""
     from checker.spark import check, checkpoint
-    monkeypatch.setattr(checkpoint, "_local", lambda directory: None)
+    monkeypatch.setattr(checkpoint, "local_path", lambda directory: None)
     d = tmp_path / "ckpt"
     full = check(grid(), sc=sc, partitions=2, checkpoint=str(d), driver_states=0)
     assert summary(resume(sc, d)) == summary(full)

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.errors import UsageError
+from checker.inputfile import local_path
 from checker.spark.session import failure, log_path
 from checker.spark.tasks import TAG_PART, ident
 
@@ -94,9 +95,9 @@ def refuse_another_run(checkpoint: str, resume: str | None) -> None:
     one; the same directory as ``--resume`` is this run's own).  Only the newest
     levels of a directory are kept, by number: a new run's first levels, numbered
     below the old run's, would be deleted as soon as they were written."""
-    local = _local(checkpoint)
-    if local is None or (resume is not None and _local(resume) is not None
-                         and local.resolve() == _local(resume).resolve()):
+    local = local_path(checkpoint)
+    resumed = local_path(resume) if resume is not None else None
+    if local is None or (resumed is not None and local.resolve() == resumed.resolve()):
         return
     held = _levels(None, checkpoint)
     if held:
@@ -193,18 +194,10 @@ def _fs(sc: Any, path: str) -> tuple[Any, Any]:
     return p.getFileSystem(sc._jsc.hadoopConfiguration()), p
 
 
-def _local(directory: str) -> Path | None:
-    """The local directory a checkpoint URL names, or None for a remote file system."""
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", directory)
-    if m and m.group(1).lower() != "file":
-        return None
-    return Path(re.sub(r"^file:(//)?", "", directory) if m else directory)
-
-
 def _levels(sc: Any, directory: str) -> list[int]:
     """Complete levels in ``directory``, newest first (a local directory is listed
     without Spark, so that it can be checked before Spark starts)."""
-    local = _local(directory)
+    local = local_path(directory)
     if local is not None:
         found = [(int(m.group(1)), p) for p in (local.iterdir() if local.is_dir() else [])
                  if (m := _LEVEL.match(p.name))]
@@ -244,7 +237,7 @@ def _file_signatures(sc: Any, directory: str, level: int, key: bytes) -> dict[st
     never by Spark, whose reader unpickles: a local directory with Python, any other
     through Hadoop's FileSystem API."""
     out: dict[str, list] = {}
-    local = _local(directory)
+    local = local_path(directory)
     if local is not None:
         parts = local / f"level-{level:05d}" / "parts"
         for f in sorted(parts.iterdir()) if parts.is_dir() else []:
@@ -346,7 +339,7 @@ def _mismatch(level: int, file: str) -> Corrupt:
 
 
 def _read_meta(sc: Any, directory: str, level: int) -> dict:
-    local = _local(directory)
+    local = local_path(directory)
     try:
         if local is not None:
             raw = (local / f"level-{level:05d}" / META).read_bytes()
@@ -477,7 +470,7 @@ def preflight(directory: str) -> None:
     partition file must match their signatures.  A remote directory is checked by
     ``load`` once Spark is up."""
     _CHECKED.pop(directory, None)
-    if _local(directory) is not None:
+    if local_path(directory) is not None:
         _files_of(None, directory, *_newest(None, directory))
 
 
