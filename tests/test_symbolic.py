@@ -489,6 +489,8 @@ def test_a_lemma_that_does_not_build_is_bad_input(tmp_path, capsys):
     (["prove", "--invariant", "LeaderInIsr", "--brokers", "2"], "replication_factor=3 exceeds brokers=2"),
     (["prove", "--invariant", "LeaderInIsr", "--lemmas", "no/such/file.py"], "lemmas file 'no/such/file.py' does not exist"),
     (["prove"], "--invariant"),
+    (["prove", "--invariant", "LeaderInIsr", "--max-states", "10"], "--max-states only applies to --confirm"),
+    (["prove", "--invariant", "LeaderInIsr", "--traces-dir", "t"], "--traces-dir only applies to --confirm"),
     (["bmc", "--preset", "zombie"], "--steps"),
     (["bmc", "--steps", "0"], "expects a number >= 1"),
     (["bmc", "--steps", "3", "--property", "Nope"], "invariant 'Nope' has no symbolic encoding"),

@@ -29,6 +29,8 @@ from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
 
+CONFIRM_MAX_STATES = 200_000   # --confirm's default bound on the explicit state graph
+
 EPILOG = """exit status:
   0    proved: the invariants hold in every reachable state of this configuration
   1    not inductive (the counterexample to induction is printed), or z3 gave up
@@ -59,9 +61,9 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--confirm", action="store_true",
                    help="on a CTI, search the explicit model's reachable states for one where the same action "
                         "breaks the same invariant, and save the path to it as a trace (small configurations)")
-    p.add_argument("--max-states", metavar="N", type=positive, default=200_000,
+    p.add_argument("--max-states", metavar="N", type=positive,
                    help="with --confirm, refuse an explicit state graph larger than N states (default 200000)")
-    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+    p.add_argument("--traces-dir", metavar="DIR",
                    help="where --confirm saves the trace (default: traces/)")
     p.add_argument("--junit", metavar="OUT.xml",
                    help="write JUnit XML: one test case per invariant, a CTI as a failure")
@@ -78,6 +80,15 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     from checker.staterender import render_changes, render_state
 
     out = sys.stdout
+    # --max-states and --traces-dir only act on --confirm's search: given without it,
+    # they would be accepted and do nothing, so they are refused.
+    for flag, value in (("--max-states", args.max_states), ("--traces-dir", args.traces_dir)):
+        if value is not None and not args.confirm:
+            raise UsageError(f"{flag} only applies to --confirm's search; add --confirm or drop {flag}")
+    if args.max_states is None:
+        args.max_states = CONFIRM_MAX_STATES
+    if args.traces_dir is None:
+        args.traces_dir = "traces"
     if args.confirm:
         check_traces_dir(args.traces_dir)
     if args.junit:
