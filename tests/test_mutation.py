@@ -175,6 +175,9 @@ def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
     (["--min-score", "nan"], "argument --min-score: expects a percentage from 0 to 100, got 'nan'"),
     (["--min-score", "101"], "expects a percentage from 0 to 100, got '101'"),
     (["--min-score", "-1"], "expects a percentage from 0 to 100, got '-1'"),
+    # the gate's own sample and seed silently won
+    (["--gate", "--sample", "5"], "--gate runs the gate's own sample and seed"),
+    (["--gate", "--seed", "1"], "drop --seed, or drop --gate"),
 ])
 def test_bad_input_is_one_line_exit_2(toy, args, needle):
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")

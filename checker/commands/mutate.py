@@ -57,13 +57,13 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET",
                    help="what to mutate: a target the family declares (kafka: impl, spec); default the first")
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
-    p.add_argument("--sample", metavar="N", type=nonneg, default=DEFAULT_SAMPLE,
+    p.add_argument("--sample", metavar="N", type=nonneg,
                    help=f"mutants to run, a seeded sample of all of them (default {DEFAULT_SAMPLE}; 0: all)")
-    p.add_argument("--seed", metavar="S", type=nonneg, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=nonneg,
                    help=f"seed of the sample (default {DEFAULT_SEED})")
     p.add_argument("--gate", action="store_true",
                    help="the target's CI gate: its sample size and seed, its corpus (the cheapest runs) and its "
-                        "minimum score")
+                        "minimum score (so not with --sample or --seed)")
     p.add_argument("--module", metavar="GLOB", action="append", default=[],
                    help="only modules matching GLOB, e.g. 'impl/log.py' (repeatable)")
     p.add_argument("--operator", metavar="OP", action="append", default=[], choices=OPERATORS,
@@ -156,10 +156,16 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
         equivalents = load_equivalents(root / target.equivalents) if target.equivalents else {}
     except ValueError as e:
         raise UsageError(f"equivalent-mutants file: {e}; fix that line") from None
-    size, seed, min_score, corpus = args.sample or None, args.seed, args.min_score, target.corpus
+    size = (DEFAULT_SAMPLE if args.sample is None else args.sample) or None
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    min_score, corpus = args.min_score, target.corpus
     if args.gate:
         if not target.gate:
             raise UsageError(f"mutation target {name!r} declares no CI gate")
+        for flag, value in (("--sample", args.sample), ("--seed", args.seed)):
+            if value is not None:   # the gate's own would silently win
+                raise UsageError(f"--gate runs the gate's own sample and seed ({target.gate.sample} mutants, "
+                                 f"seed {target.gate.seed}); drop {flag}, or drop --gate")
         size, seed, corpus = target.gate.sample, target.gate.seed, target.gate.corpus or target.corpus
         min_score = target.gate.min_score if min_score is None else min_score
     everything = collect(root, modules, args.operator or OPERATORS, validate=False)
