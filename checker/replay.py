@@ -54,8 +54,9 @@ class ReplayResult:
 
     @property
     def ok(self) -> bool:
-        """The trace fits the model and, unless cut short, still shows its violation."""
-        return self.fits and self.property_status != "holds"
+        """The trace fits the model and, unless cut short, still shows its violation
+        (a violation that cannot be re-checked, "unknown", is not shown)."""
+        return self.fits and self.property_status in ("violated", "unchecked")
 
 
 def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int | None = None,

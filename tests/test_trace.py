@@ -306,6 +306,11 @@ def test_replay_when_the_model_changed(tmp_path):
     trace.config["zzz"] = 1
     res = replay(trace, resolver)
     assert not res.fits and "no longer fits" in res.reason
+    # a property the model no longer declares cannot be re-checked: not ok
+    trace = load_trace(save(tmp_path / "renamed"))
+    trace.property["name"] = "Renamed"
+    res = replay(trace, resolver)
+    assert res.fits and res.property_status == "unknown" and not res.ok
 
 
 def test_replay_step_property_and_deadlock(tmp_path):
