@@ -14,8 +14,11 @@ In one run, side by side:
 2. the split between the model's own time and the engine's: the model's
    ``actions``/``next_state`` and every property, timed alone over the very states
    and transitions of the search, in the same process, against the whole search,
-   and against a hand-written breadth-first search of the same model (a set of the
-   states, no fingerprints or paths, the collector off: the baseline issue 12 named);
+   against a hand-written breadth-first search of the same model (a set of the
+   states, no fingerprints or paths, the collector off: the baseline issue 12 named),
+   and against the floor: the same search keeping only what kmc must keep, the
+   engine's fingerprint and a parent link per state (what it costs above the model,
+   no engine that keeps those can avoid);
 3. Spark ``local[1]`` and ``local[2]``: states/s and CPU seconds of the whole process
    tree against the local engine's (``--spark``; it starts a JVM per run).
 
@@ -88,6 +91,12 @@ actions, next_state = m.actions, m.next_state
 runs = {True: [], False: []}
 best = trans = None
 hand = []
+floor = []
+try:
+    from checker.fingerprint import exact_fingerprint_fn, fingerprint_fn
+    from checker.search import RECENT_LIMIT
+except ImportError:     # a --before checker without them: no floor column
+    fingerprint_fn = None
 for _ in range(3):
     for checked in (True, False):
         if sample is not None:
@@ -146,11 +155,61 @@ for _ in range(3):
     if len(seen) != r.stats.distinct:
         sys.exit(f"the hand-written explorer found {len(seen)} states, the search {r.stats.distinct}")
     del seen, frontier, nxt
+    # The floor of a search that keeps what kmc must keep: the engine's own fingerprint
+    # of each state (its determinism across processes is what lets Spark partition the
+    # visited set) and a parent link per state (what a counterexample is rebuilt from),
+    # a frontier of (fingerprint, state), the same model calls and properties, the
+    # collector off; no coverage counts, contract checks, bounds or progress.  The
+    # fingerprint is the hot loop's: the model's exact one as it is, else blake2b of
+    # the encoding, skipped for a successor met recently where the model promises
+    # equal_states_encode_equally.  What the engine costs above the model here, no
+    # engine that keeps those can avoid.
+    if fingerprint_fn is not None:
+        fpf = exact_fingerprint_fn(m) or fingerprint_fn(m)
+        recent = {} if getattr(m, "equal_states_encode_equally", False) else None
+        gc.disable()
+        t = time.process_time()
+        visited = {}
+        frontier = []
+        for i, u in enumerate(m.init_states()):
+            h = fpf(u)
+            if h not in visited:
+                visited[h] = (None, i)
+                frontier.append((h, u))
+                for p in state_preds:
+                    p(u)
+        while frontier:
+            nxt = []
+            add = nxt.append
+            for sfp, s in frontier:
+                for i, a in enumerate(actions(s)):
+                    u = next_state(s, a)
+                    for p in step_preds:
+                        p(s, a, u)
+                    h = None if recent is None else recent.get(u)
+                    if h is None:
+                        h = fpf(u)
+                        if recent is not None:
+                            if len(recent) >= RECENT_LIMIT:
+                                recent.clear()
+                            recent[u] = h
+                    if h in visited:
+                        continue
+                    visited[h] = (sfp, i)
+                    add((h, u))
+                    for p in state_preds:
+                        p(u)
+            frontier = nxt
+        floor.append(time.process_time() - t)
+        gc.enable()
+        if len(visited) != r.stats.distinct:
+            sys.exit(f"the floor search found {len(visited)} states, the search {r.stats.distinct}")
+        del visited, frontier, nxt, recent
 whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
 model_next, model_props = best
 print(json.dumps({"whole": whole, "unchecked": unchecked, "model": model_next + model_props, "next": model_next,
                   "props": model_props, "distinct": r.stats.distinct, "generated": r.stats.generated,
-                  "levels": len(r.stats.levels), "hand": min(hand)}))
+                  "levels": len(r.stats.levels), "hand": min(hand), "floor": min(floor) if floor else None}))
 """
 
 
@@ -328,8 +387,8 @@ def main() -> None:
 
     print("| preset | checker | distinct (transitions) | search CPU s | model CPU s (next states; properties) | "
           "engine CPU s | engine / model | first successors' checks CPU s | engine / model without them | "
-          "hand-written BFS CPU s | search / hand-written |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "hand-written BFS CPU s | search / hand-written | floor CPU s | floor's engine / model |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, preset in enumerate(args.presets):
         sides = [("after", new_env), ("before", old_env if old and args.split_before else None)]
         for label, env in (sides[::-1] if k % 2 else sides):    # alternately first
@@ -341,17 +400,21 @@ def main() -> None:
                 sys.exit(f"benchmark: the split of {preset} ({label}) failed: {p.stderr.strip()[-400:]}")
             d = json.loads(p.stdout)
             if d["model"] is None:
-                print(f"| `{preset}` | {label} | - | {d['whole']:.2f} | (stopped early) | - | - | - | - | - | - |")
+                print(f"| `{preset}` | {label} | - | {d['whole']:.2f} | (stopped early) | - | - | - | - | - | - | - | - |")
                 continue
             eng, model, hand = d["whole"] - d["model"], d["model"], d["hand"]
             checks = "-" if d["unchecked"] is None else f"{d['whole'] - d['unchecked']:.3f}"
             bare = "-" if d["unchecked"] is None else f"{(d['unchecked'] - model) / model:.2f}"
             print(f"| `{preset}` | {label} | {d['distinct']:,} ({d['generated']:,}) | {d['whole']:.3f} | "
                   f"{model:.3f} ({d['next']:.3f}; {d['props']:.3f}) | {eng:.3f} | {eng / model:.2f} | {checks} | "
-                  f"{bare} | {hand:.3f} | {d['whole'] / hand:.2f} |", flush=True)
+                  f"{bare} | {hand:.3f} | {d['whole'] / hand:.2f} | "
+                  + ("- | - |" if d.get("floor") is None else f"{d['floor']:.3f} | {(d['floor'] - model) / model:.2f} |"),
+                  flush=True)
     print(f"\n({load()}; each figure the smallest of three rounds in one process, each round the search with "
           f"and without the checks of the first 1,000 successors, then the model alone, then a hand-written "
-          f"breadth-first search: a set of the states, the same model calls and properties, the collector off)\n")
+          f"breadth-first search: a set of the states, the same model calls and properties, the collector off, "
+          f"then the floor: the engine's fingerprints and a parent link per state, nothing else kept or "
+          f"counted)\n")
 
     if args.spark:
         spark_table(args.presets, new_env, old_env if args.spark_before and old else None, args.spark_fingerprint,
