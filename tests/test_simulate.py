@@ -200,5 +200,15 @@ def test_spark_walks_give_the_local_counterexample():
             assert [s.fingerprint for s in spark.violations[0].path] == [s.fingerprint for s in local.violations[0].path]
         quiet = spark_simulate(Grid(3), seed=0, walks=100, sc=sc, partitions=3, swarm=False)
         assert quiet.walks == 100 and quiet.distinct == 16
+        # A predicate that raises in a task: the driver runs the round again and raises
+        # the local engine's error with its cause chained (kmc simulate finds the user's
+        # file and line from it; the task's message alone was exit 3).
+        boom = [always("Boom", lambda s: s.big != 3 or 1 // 0, "raises where big = 3")]
+        with pytest.raises(ModelError) as local:
+            simulate(DieHard(), properties=boom, seed=1, walks=200)
+        with pytest.raises(ModelError) as spark:
+            spark_simulate(DieHard(), properties=boom, seed=1, walks=200, sc=sc, partitions=2)
+        assert str(spark.value) == str(local.value) and "'Boom'" in str(spark.value)
+        assert type(spark.value.__cause__) is ZeroDivisionError
     finally:
         sc.stop()

@@ -55,6 +55,26 @@ def _collect(rdd: Any) -> list:
         raise RuntimeError(f"a Spark job of kmc simulate failed: {why or (lines[0] if lines else '?')[:300]}") from None
 
 
+def _again_here(model: Model, props: list, seed: int, ranges: list, max_steps: int, swarm: bool,
+                check_deadlock: bool, deadline: float | None) -> list:
+    """A task of the round raised: run the round's blocks again on the driver, in
+    walk order.  A walk depends only on ``(seed, index)``, so the first walk that
+    raises raises the same error here, with its cause chained (the user's file and
+    line for a predicate of an ``--invariants`` file: ``kmc simulate`` then says what
+    it says on the local engine), and it is the error of the lowest walk, as the
+    local engine meets it, whichever task failed first.  A violation in an earlier
+    walk ends the round first, again as on the local engine; the later blocks, whose
+    task raised, are not run."""
+    done = []
+    for lo, hi in ranges:
+        w = run_walks(model, props, seed, range(lo, hi), max_steps=max_steps, swarm=swarm,
+                      check_deadlock=check_deadlock, deadline=deadline)
+        done.append(w)
+        if w.found is not None:
+            break
+    return done
+
+
 def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed: int = 0,
              walks: int | None = DEFAULT_WALKS, max_steps: int = DEFAULT_MAX_STEPS, swarm: bool = True,
              check_deadlock: bool = True, time_limit: float | None = None, shrinking: bool = True,
@@ -99,7 +119,11 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
             r0 = time.monotonic()
             job = sc.parallelize(range(len(ranges)), len(ranges)).mapPartitionsWithIndex(
                 partial(_walk_task, bc, seed, max_steps, swarm, check_deadlock, deadline, ranges))
-            for w in _collect(job):
+            try:
+                done = _collect(job)
+            except ModelError:
+                done = _again_here(model, props, seed, ranges, max_steps, swarm, check_deadlock, deadline)
+            for w in done:
                 total.merge(w)
             prog.maybe(total.walks, total.steps, len(total.fingerprints), total.deepest, force=True)
             if total.found is not None or (deadline is not None and time.monotonic() >= deadline):
