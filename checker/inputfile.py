@@ -60,4 +60,4 @@ def local_path(url: str) -> Path | None:
     m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", url)
     if m and m.group(1).lower() != "file":
         return None
-    return Path(re.sub(r"^file:(//)?", "", url) if m else url)
+    return Path(re.sub(r"^file:(//)?", "", url, flags=re.IGNORECASE) if m else url)

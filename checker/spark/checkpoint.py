@@ -72,10 +72,9 @@ def check_directory(path: str, flag: str, must_exist: bool) -> None:
     """Fail before Spark starts when a local checkpoint directory is unusable
     (Hadoop URLs other than file: are checked by Spark itself)."""
     no_pattern(path, flag)
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
-    if m and m.group(1).lower() != "file":
+    local = local_path(path)
+    if local is None:
         return
-    local = Path(path[5:] if m else path)
     if must_exist:
         if not local.is_dir():
             what = "is a file" if local.exists() else "does not exist"
