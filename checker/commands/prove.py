@@ -62,7 +62,7 @@ def register(sub: Any, fmt: Any) -> None:
                    help="on a CTI, search the explicit model's reachable states for one where the same action "
                         "breaks the same invariant, and save the path to it as a trace (small configurations)")
     p.add_argument("--max-states", metavar="N", type=positive,
-                   help="with --confirm, refuse an explicit state graph larger than N states (default 200000)")
+                   help=f"with --confirm, refuse an explicit state graph larger than N states (default {CONFIRM_MAX_STATES})")
     p.add_argument("--traces-dir", metavar="DIR",
                    help="where --confirm saves the trace (default: traces/)")
     p.add_argument("--junit", metavar="OUT.xml",
