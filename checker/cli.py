@@ -153,9 +153,10 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)  # report a malformed --set before loading anything
     _check_traces_dir(args.traces_dir)
-    check_outputs((("--report", args.report), ("--junit", args.junit)), args.force,
-                  reads=[("--config", args.config), *(("--invariants", f) for f in args.invariants or [])],
-                  dirs=[("--checkpoint", args.checkpoint), ("--resume", args.resume)])
+    outputs = (("--report", args.report), ("--junit", args.junit))
+    reads = [("--config", args.config), *(("--invariants", f) for f in args.invariants or [])]
+    dirs = [("--checkpoint", args.checkpoint), ("--resume", args.resume)]
+    check_outputs(outputs, args.force, reads=reads, dirs=dirs)
     engine = _engine(args)
     if engine == "spark" and args.spark_master is not None:
         from checker.spark.session import master_problem
@@ -167,6 +168,8 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     model = _build(family, config)
     model_props = _model_properties(model)
     user_props = user_properties(args.invariants or [], model_props)
+    # again, now that the model's module is loaded: an output must not be its source
+    check_outputs(outputs, args.force, reads=reads, dirs=dirs)
     props = model_props + user_props
     custom = config != resolve(family, preset, {})
     deadlock_flags(args.property, args.no_deadlock)

@@ -5,7 +5,8 @@ existing file without ``--force``.
 Only a regular file is ever written or replaced, with or without ``--force``: a
 directory, a FIFO, a device, a socket or a symbolic link (dangling or not) in the
 target's place is refused, as is a target that is one of the files the command reads
-(a trace, ``--config``, ``--invariants``...) or lies in a directory it reads or keeps
+(a trace, ``--config``, ``--invariants``...) or the source of a Python module it runs
+(the model family's), or lies in a directory it reads or keeps
 (``--checkpoint``, ``--resume``, ``--known``), and two outputs of one command that
 name the same file.  The check is made before the work and again when the file is
 written, in case the target changed during the run.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -77,6 +79,19 @@ def _inside(path: str, directory: str) -> bool:
     return out == d or os.path.commonpath([out, d]) == d
 
 
+def _module_at(path: str) -> str | None:
+    """The name of a loaded module whose source file ``path`` is (``--model
+    mymodel:FAMILY -o mymodel.py``), else None; checked before the work and again
+    at write time, when the model's module is loaded in every command."""
+    if _lstat(path) is None:
+        return None
+    for name, module in list(sys.modules.items()):
+        src = getattr(module, "__file__", None)
+        if isinstance(src, str) and os.path.basename(src) == os.path.basename(path) and same_file(path, src):
+            return name
+    return None
+
+
 def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Iterable[Named] = ()) -> str | None:
     """Why ``path`` must not be written: it is a file the command reads (``reads``),
     or lies in a directory it reads or keeps (``dirs``); None when it is neither."""
@@ -84,6 +99,11 @@ def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Itera
         if src is not None and same_file(path, src):
             return (f"{flag} '{path}' is the same file as {what} '{src}', which this command reads; an input is "
                     f"never overwritten, with or without --force: name another file for {flag}")
+    module = _module_at(path)
+    if module is not None:
+        return (f"{flag} '{path}' is the source of Python module '{module}', which this command runs (the model "
+                f"family, an --invariants file...); code is never overwritten, with or without --force: name "
+                f"another file for {flag}")
     for what, directory in dirs:
         local = local_path(directory) if directory else None
         if local is not None and _inside(path, str(local)):

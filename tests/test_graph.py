@@ -125,6 +125,22 @@ def test_an_output_that_is_the_config_file_is_refused(tmp_path):
     assert cfg.read_bytes() == before
 
 
+def test_an_output_that_is_the_models_source_is_refused(tmp_path):
+    """``--model mymodel:FAMILY -o mymodel.py --force`` replaced the user's model with
+    a graph; ``kmc check --report`` did the same after the search."""
+    src = tmp_path / "mymodel.py"
+    src.write_text("from tests.toys import FAMILY\n")
+    before = src.read_bytes()
+    for argv in (["graph", "--model", "mymodel:FAMILY", "--format", "dot", "-o", "mymodel.py", "--force"],
+                 ["check", "--model", "mymodel:FAMILY", "--report", "mymodel.py", "--force"],
+                 ["check", "--model", "mymodel:FAMILY", "--junit", "./mymodel.py", "--force"]):
+        r = kmc(*argv, cwd=tmp_path)
+        line = cli_support.one_line_error(r, "is the source of Python module 'mymodel', which this command runs")
+        assert "distinct states" not in r.stdout    # refused before the search
+        assert "code is never overwritten, with or without --force" in line
+    assert src.read_bytes() == before
+
+
 def test_model_error_is_exit_3():
     r = kmc("graph", "--model", "tests.toys:FAMILY", "--preset", "crash", "--format", "dot")
     assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1, r.stderr
