@@ -42,8 +42,8 @@ exit status:
   0    success (check: no violation, exhaustive or within the bounds;
        replay: the trace fits the model and still shows its violation)
   1    a property is violated and a trace was saved (check), or the trace
-       no longer fits the model / no longer violates its property, or its
-       violation cannot be re-checked (replay)
+       no longer fits the model / no longer shows its violation or witness,
+       or records its property as another kind than the model's (replay)
   2    bad input: unknown preset, key, property or model, a value out of
        range, a malformed config or trace file, a bad flag
   3    the model broke its contract (e.g. next_state raised, a state holds a set)

@@ -14,7 +14,7 @@ from checker.errors import describe_exception as _exc
 from checker.config import resolve
 from checker.fingerprint import fingerprint, format_fingerprint, parse_fingerprint
 from checker.liveness import loop_is_fair
-from checker.model import ALWAYS, EVENTUALLY, Action, Model, Property
+from checker.model import ALWAYS, EVENTUALLY, SOMETIMES, Action, Model, Property
 from checker.traceschema import shown
 from checker.statediff import diff
 from checker.staterender import render_changes, render_state
@@ -47,7 +47,12 @@ class ReplayResult:
     failed_step: int | None = None
     reason: str | None = None          # "step N: ..." when it does not fit
     mismatch: list[tuple[str, Any, Any]] = field(default_factory=list)  # recorded -> re-derived
-    property_status: str = "unchecked"  # "violated", "holds", "unknown", "unchecked"
+    # "violated" or "witnessed" (the trace still shows what it recorded), "holds" or
+    # "unreached" (it no longer does), "unknown" (it cannot be re-checked: a kind
+    # that no path shows, or another kind than recorded), "undeclared" (a property
+    # the model does not declare: a path saved from kmc explore, or a property
+    # renamed or removed since), "unchecked" (cut short by --step)
+    property_status: str = "unchecked"
     property_note: str = ""
     stopped_at: int | None = None      # --step N
     warnings: list[str] = field(default_factory=list)
@@ -55,8 +60,8 @@ class ReplayResult:
     @property
     def ok(self) -> bool:
         """The trace fits the model and, unless cut short, still shows its violation
-        (a violation that cannot be re-checked, "unknown", is not shown)."""
-        return self.fits and self.property_status in ("violated", "unchecked")
+        or witness, or names a property the model does not declare."""
+        return self.fits and self.property_status in ("violated", "witnessed", "undeclared", "unchecked")
 
 
 def replay(trace: Trace, family_resolver: Callable[[str], Any], *, stop_at: int | None = None,
@@ -221,15 +226,33 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
                          + (f" (or stop before the end with {step_flag})" if step_flag else ""))
     prop = props.get(name)
     if prop is None:
+        result.property_status = "undeclared"
+        result.property_note = f"property {name!r} is not declared by the model; not re-checked"
+        return
+    if kind != prop.kind:
         result.property_status = "unknown"
-        result.property_note = f"property {name!r} is not declared by the model any more; not re-checked"
+        result.property_note = (f"the trace records {name!r} as a{'n' if kind[0] in 'aeiou' else ''} {kind} "
+                                f"property, the model declares it {prop.kind}; not re-checked")
         return
     if prop.kind == EVENTUALLY and trace.loop_start is not None:
         _recheck_lasso(result, model, trace, prop, states)
         return
+    if prop.kind == SOMETIMES:
+        # a witness trace: a path to a state where the witness holds
+        try:
+            reached = bool(prop.predicate(final))
+        except USER_CODE_ERRORS as e:  # noqa: BLE001
+            raise ModelError(f"property {name!r} raised {_exc(e)} on the final state") from e
+        last = len(result.steps) - 1
+        result.property_status = "witnessed" if reached else "unreached"
+        result.property_note = (f"witness {name!r} still holds on the final state (step {last})" if reached else
+                                f"witness {name!r} does NOT hold on the final state (step {last}) any more: the "
+                                f"trace no longer reaches it")
+        return
     if prop.kind != ALWAYS:
         result.property_status = "unknown"
-        result.property_note = f"property {name!r} is a {prop.kind} property; a path cannot violate it"
+        result.property_note = (f"property {name!r} is an {prop.kind} property and the trace has no loop "
+                                f"(loop_start); a path without one cannot violate it")
         return
     try:
         if prop.step:

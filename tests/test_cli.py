@@ -200,15 +200,21 @@ def test_replay_when_the_model_changed(tmp_path):
     fixed = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", 5))
     r = kmc("replay", fixed, *TOYS)
     assert_one_line_error(r, 1, "now HOLDS on the final state")
-    # Without k the model does not declare SumNotK any more: nothing to re-check, so
-    # the trace no longer shows a violation (exit 1; it was exit 0 with a warning).
+    # Without k the model does not declare SumNotK: nothing to re-check (as for a path
+    # saved from kmc explore), which replay says, exit 0.
     gone = tampered(tmp_path, trace, lambda d: d["config"].__setitem__("k", -1))
     r = kmc("replay", gone, *TOYS)
-    assert_one_line_error(r, 1, "its violation cannot be re-checked: property 'SumNotK' is not declared")
-    # A trace that claims to violate a sometimes property: no path can.
+    assert r.returncode == 0 and "warning: property 'SumNotK' is not declared by the model" in r.stdout
+    # A property recorded as another kind than the model declares cannot be re-checked
+    # (exit 1: it was exit 0, "a path cannot violate it").
     some = tampered(tmp_path, trace, lambda d: d["property"].__setitem__("name", "ReachCorner"))
     r = kmc("replay", some, *TOYS)
-    assert_one_line_error(r, 1, "'ReachCorner' is a sometimes property; a path cannot violate it")
+    assert_one_line_error(r, 1, "the trace records 'ReachCorner' as an always property, the model declares it "
+                                "sometimes")
+    # A witness trace is re-checked: this path ends at x + y = 2, not at the corner.
+    witness = tampered(tmp_path, trace, lambda d: d["property"].update(name="ReachCorner", kind="sometimes"))
+    r = kmc("replay", witness, *TOYS)
+    assert_one_line_error(r, 1, "witness 'ReachCorner' does NOT hold on the final state (step 2) any more")
 
 
 def test_replay_set_replays_with_one_key_changed(tmp_path):

@@ -310,6 +310,10 @@ def test_replay_when_the_model_changed(tmp_path):
     trace = load_trace(save(tmp_path / "renamed"))
     trace.property["name"] = "Renamed"
     res = replay(trace, resolver)
+    assert res.fits and res.property_status == "undeclared" and res.ok
+    # recorded as another kind than the model's: cannot be re-checked, not ok
+    trace.property.update(name="NotBad", kind="sometimes")
+    res = replay(trace, resolver)
     assert res.fits and res.property_status == "unknown" and not res.ok
 
 
