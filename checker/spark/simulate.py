@@ -56,7 +56,7 @@ def _collect(rdd: Any) -> list:
 
 
 def _again_here(model: Model, props: list, seed: int, ranges: list, max_steps: int, swarm: bool,
-                check_deadlock: bool, deadline: float | None) -> list:
+                check_deadlock: bool) -> list:
     """A task of the round raised: run the round's blocks again on the driver, in
     walk order.  A walk depends only on ``(seed, index)``, so the first walk that
     raises raises the same error here, with its cause chained (the user's file and
@@ -64,11 +64,13 @@ def _again_here(model: Model, props: list, seed: int, ranges: list, max_steps: i
     it says on the local engine), and it is the error of the lowest walk, as the
     local engine meets it, whichever task failed first.  A violation in an earlier
     walk ends the round first, again as on the local engine; the later blocks, whose
-    task raised, are not run."""
+    task raised, are not run.  No deadline: the time limit may have passed by now,
+    and the walk that raised must be reached again.  When nothing raises or fails
+    here (an error of the executors alone), the caller raises the task's error."""
     done = []
     for lo, hi in ranges:
         w = run_walks(model, props, seed, range(lo, hi), max_steps=max_steps, swarm=swarm,
-                      check_deadlock=check_deadlock, deadline=deadline)
+                      check_deadlock=check_deadlock)
         done.append(w)
         if w.found is not None:
             break
@@ -121,8 +123,10 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
                 partial(_walk_task, bc, seed, max_steps, swarm, check_deadlock, deadline, ranges))
             try:
                 done = _collect(job)
-            except ModelError:
-                done = _again_here(model, props, seed, ranges, max_steps, swarm, check_deadlock, deadline)
+            except ModelError as e:
+                done = _again_here(model, props, seed, ranges, max_steps, swarm, check_deadlock)
+                if not any(w.found is not None for w in done):
+                    raise e     # it raised on the executors only: the task's message as it is
             for w in done:
                 total.merge(w)
             prog.maybe(total.walks, total.steps, len(total.fingerprints), total.deepest, force=True)
