@@ -40,10 +40,13 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_MODEL, EXIT_INTERNAL, EXIT_INTERRUPTED = 0,
 EXIT_CODES = """\
 exit status:
   0    success (check: no violation, exhaustive or within the bounds;
-       replay: the trace fits the model and still shows its violation)
+       replay: the trace fits the model and still shows its violation or
+       witness, or names a property the model does not declare)
   1    a property is violated and a trace was saved (check), or the trace
        no longer fits the model / no longer shows its violation or witness,
-       or records its property as another kind than the model's (replay)
+       or cannot be re-checked: its property of another kind than the
+       model's, an eventually one without a loop, a step one without a step
+       (replay)
   2    bad input: unknown preset, key, property or model, a value out of
        range, a malformed config or trace file, a bad flag
   3    the model broke its contract (e.g. next_state raised, a state holds a set)

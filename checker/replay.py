@@ -231,8 +231,8 @@ def _recheck(result: ReplayResult, model: Model, trace: Trace, before: Any, fina
         return
     if kind != prop.kind:
         result.property_status = "unknown"
-        result.property_note = (f"the trace records {name!r} as a{'n' if kind[0] in 'aeiou' else ''} {kind} "
-                                f"property, the model declares it {prop.kind}; not re-checked")
+        result.property_note = (f"the trace records {name!r} as of kind {shown(kind, 40)}, the model declares "
+                                f"it {prop.kind}; not re-checked")
         return
     if prop.kind == EVENTUALLY and trace.loop_start is not None:
         _recheck_lasso(result, model, trace, prop, states)

@@ -209,8 +209,14 @@ def test_replay_when_the_model_changed(tmp_path):
     # (exit 1: it was exit 0, "a path cannot violate it").
     some = tampered(tmp_path, trace, lambda d: d["property"].__setitem__("name", "ReachCorner"))
     r = kmc("replay", some, *TOYS)
-    assert_one_line_error(r, 1, "the trace records 'ReachCorner' as an always property, the model declares it "
+    assert_one_line_error(r, 1, "the trace records 'ReachCorner' as of kind 'always', the model declares it "
                                 "sometimes")
+    # a kind that is no kind, even an empty one, is shown quoted (it crashed on "")
+    for kind in ("", "\x1b[31mred"):
+        odd = tampered(tmp_path, trace, lambda d: d["property"].update(name="ReachCorner", kind=kind))
+        r = kmc("replay", odd, *TOYS)
+        assert_one_line_error(r, 1, f"as of kind {kind!r}, the model declares it sometimes")
+        assert "\x1b" not in r.stdout
     # A witness trace is re-checked: this path ends at x + y = 2, not at the corner.
     witness = tampered(tmp_path, trace, lambda d: d["property"].update(name="ReachCorner", kind="sometimes"))
     r = kmc("replay", witness, *TOYS)

@@ -306,7 +306,8 @@ def test_replay_when_the_model_changed(tmp_path):
     trace.config["zzz"] = 1
     res = replay(trace, resolver)
     assert not res.fits and "no longer fits" in res.reason
-    # a property the model no longer declares cannot be re-checked: not ok
+    # a property the model does not declare is not re-checked, and still ok (a path
+    # saved from kmc explore names one)
     trace = load_trace(save(tmp_path / "renamed"))
     trace.property["name"] = "Renamed"
     res = replay(trace, resolver)

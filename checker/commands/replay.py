@@ -85,7 +85,7 @@ def cmd_replay(args: argparse.Namespace, command: str) -> int:
     kind = f"{prop['kind']}{', step' if prop.get('step') else ''}"
     print(f"replaying {args.file}")
     k = trace.loop_start
-    print(f"  property:  {prop['name']} ({kind}), violated "
+    print(f"  property:  {prop['name']} ({kind}), {'reached' if prop['kind'] == 'sometimes' else 'violated'} "
           + (f"at step {last}" if k is None else f"by a lasso: stem steps 0..{k}, then "
              + (f"the loop of steps {k + 1}..{last} for ever" if k < last else f"a stop at step {k} for ever")))
     if prop.get("rationale"):
