@@ -73,6 +73,8 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     family, _ref = config_family(args.model, file_cfg)
     preset, config = resolve_config(args, family, file_cfg)
     model = build_model(family, config)
+    if args.output:     # again, now that the model's module is loaded: never its source
+        check_output(args.output, args.force, reads=[("--config", args.config)])
     limit = args.max_states or LIMITS[fmt]
     try:
         g = explore(model, max_states=limit)

@@ -91,10 +91,12 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
         args.traces_dir = "traces"
     if args.confirm:
         check_traces_dir(args.traces_dir)
+    reads = [("--config", args.config), *(("--lemmas", f) for f in args.lemmas)]
     if args.junit:
-        check_output(args.junit, args.force, "--junit",
-                     reads=[("--config", args.config), *(("--lemmas", f) for f in args.lemmas)])
+        check_output(args.junit, args.force, "--junit", reads=reads)
     family, family_ref, preset, config, custom, sym = load(args)
+    if args.junit:      # again, now that the family's module is loaded: never its source
+        check_output(args.junit, args.force, "--junit", reads=reads)
     names = list(dict.fromkeys(args.invariant))
     select_invariants(sym, names)  # an unknown name is bad input before any work
     taken = [inv.name for inv in sym.invariants()] + [TYPE_OK]
