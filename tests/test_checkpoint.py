@@ -474,20 +474,3 @@ def test_a_new_run_is_refused_a_directory_that_holds_another_runs_checkpoint(tmp
     refuse_another_run(str(d), str(d))                    # resuming it, and going on writing there: its own
     refuse_another_run(str(tmp_path / "empty"), None)     # nothing there yet
 
-
-def test_a_file_url_names_the_same_local_directory_in_every_check(tmp_path):
-    """``file:`` is a scheme, so any case of it names the local directory: the
-    checks before Spark starts read the path the same way (one reader,
-    checker.inputfile.local_path; ``FILE:`` was taken as a relative path)."""
-    from checker.inputfile import local_path
-    from checker.spark.checkpoint import check_directory
-
-    for url in (f"file://{tmp_path}", f"FILE://{tmp_path}", f"file:{tmp_path}", str(tmp_path)):
-        assert local_path(url) == tmp_path, url
-    assert local_path("hdfs://nn/ck") is None
-    (tmp_path / "f").write_text("")
-    for url in (f"file://{tmp_path}/missing", f"FILE://{tmp_path}/missing"):
-        with pytest.raises(UsageError, match="does not exist"):
-            check_directory(url, "--resume", True)
-    with pytest.raises(UsageError, match="is a file, not a directory"):
-        check_directory(f"File://{tmp_path}/f", "--checkpoint", False)

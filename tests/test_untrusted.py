@@ -289,3 +289,19 @@ def test_a_fifo_where_a_trace_would_go_is_passed_over(tmp_path):
     r = cli_support.kmc("check", *TOYS, "--preset", "broken", "--traces-dir", tmp_path / "b", "--json", timeout=60)
     assert r.returncode == 1 and json.loads(r.stdout)["trace_path"].endswith(name.replace(".json", "-2.json"))
     assert (tmp_path / "b" / name).is_fifo()
+
+
+def test_a_file_url_names_the_local_directory_in_any_case(tmp_path):
+    """``file:`` is a URL scheme, so any case of it names the local directory that
+    --checkpoint and --resume are checked against before Spark starts (``FILE:``
+    was read as a relative path, so a run over another run's checkpoint was not
+    refused); checker.spark.checkpoint.check_directory reads it the same way."""
+    from checker.errors import UsageError
+    from checker.inputfile import local_path
+    from checker.spark.checkpoint import check_directory
+
+    for url in (f"file://{tmp_path}", f"FILE://{tmp_path}", f"File:{tmp_path}", str(tmp_path)):
+        assert local_path(url) == tmp_path, url
+    assert local_path("hdfs://nn/ck") is None
+    with pytest.raises(UsageError, match="does not exist"):
+        check_directory(f"FILE://{tmp_path}/missing", "--resume", True)
