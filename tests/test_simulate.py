@@ -200,6 +200,11 @@ def test_spark_walks_give_the_local_counterexample():
             assert [s.fingerprint for s in spark.violations[0].path] == [s.fingerprint for s in local.violations[0].path]
         quiet = spark_simulate(Grid(3), seed=0, walks=100, sc=sc, partitions=3, swarm=False)
         assert quiet.walks == 100 and quiet.distinct == 16
+        # --time-limit: the tasks stop on their own clock, at the limit's rest when
+        # the round was sent (walks=None: without the limit this would never end)
+        bounded = spark_simulate(Grid(1000), seed=0, walks=None, max_steps=50, time_limit=1.5, sc=sc,
+                                 partitions=2)
+        assert bounded.walks > 0 and not bounded.violations
         # A predicate that raises in a task: the driver runs the round again and raises
         # the local engine's error with its cause chained (kmc simulate finds the user's
         # file and line from it; the task's message alone was exit 3).

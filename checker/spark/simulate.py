@@ -30,10 +30,14 @@ BLOCK = 8              # walks per task in the first round; doubled while rounds
 ROUND_SECONDS = 10.0   # a round aims at about this long (progress lines come between rounds)
 
 
-def _walk_task(payload: Any, seed: int, max_steps: int, swarm: bool, check_deadlock: bool, deadline: float | None,
+def _walk_task(payload: Any, seed: int, max_steps: int, swarm: bool, check_deadlock: bool, left: float | None,
                ranges: list, index: int, _it: Any) -> Any:
-    """One Spark task: the walks of block ``ranges[index]``, in order."""
+    """One Spark task: the walks of block ``ranges[index]``, in order, until ``left``
+    seconds (the time limit's rest when the round was sent) have passed on this
+    executor's clock: another machine's ``time.monotonic()`` has another origin, so
+    the driver's deadline means nothing there."""
     import pickle
+    deadline = None if left is None else time.monotonic() + left
     model, props = pickle.loads(payload.value)
     lo, hi = ranges[index]
     w = run_walks(model, props, seed, range(lo, hi), max_steps=max_steps, swarm=swarm,
@@ -119,8 +123,9 @@ def simulate(model: Model, *, properties: Sequence[Property] | None = None, seed
                     ranges.append((start, hi))
                 start = hi
             r0 = time.monotonic()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             job = sc.parallelize(range(len(ranges)), len(ranges)).mapPartitionsWithIndex(
-                partial(_walk_task, bc, seed, max_steps, swarm, check_deadlock, deadline, ranges))
+                partial(_walk_task, bc, seed, max_steps, swarm, check_deadlock, left, ranges))
             try:
                 done = _collect(job)
             except ModelError as e:
