@@ -172,7 +172,8 @@ def _write_junit(args: argparse.Namespace, names: list[str], res: Any, command: 
             broken = res.cti.broken if res.cti is not None else "another invariant"
             cases.append(Case(name, "kmc.prove",
                               skipped=f"not proved: proved together with {broken}, which is not inductive"))
-    write_output(args.junit, junit_xml("kmc prove", cases, res.seconds).encode(), args.force, "--junit")
+    write_output(args.junit, junit_xml("kmc prove", cases, res.seconds).encode(), args.force, "--junit",
+                 reads=[("--config", args.config), *(("--lemmas", f) for f in args.lemmas)])
 
 
 def _check_lemma(lem: Any, path: str, frame: Any) -> None:
