@@ -91,7 +91,7 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
         args.traces_dir = "traces"
     if args.confirm:
         check_traces_dir(args.traces_dir)
-    reads = [("--config", args.config), *(("--lemmas", f) for f in args.lemmas)]
+    reads = _reads(args)
     if args.junit:
         check_output(args.junit, args.force, "--junit", reads=reads)
     family, family_ref, preset, config, custom, sym = load(args)
@@ -173,7 +173,12 @@ def _write_junit(args: argparse.Namespace, names: list[str], res: Any, command: 
             cases.append(Case(name, "kmc.prove",
                               skipped=f"not proved: proved together with {broken}, which is not inductive"))
     write_output(args.junit, junit_xml("kmc prove", cases, res.seconds).encode(), args.force, "--junit",
-                 reads=[("--config", args.config), *(("--lemmas", f) for f in args.lemmas)])
+                 reads=_reads(args))
+
+
+def _reads(args: argparse.Namespace) -> list:
+    """The files kmc prove reads, which --junit must never be."""
+    return [("--config", args.config), *(("--lemmas", f) for f in args.lemmas)]
 
 
 def _check_lemma(lem: Any, path: str, frame: Any) -> None:
