@@ -506,6 +506,11 @@ def test_conform_and_prove_refuse_a_junit_that_is_an_input(tmp_path):
                            "--junit", lemmas, *force),
                        f"--junit '{lemmas}' is the same file as --lemmas '{lemmas}'")
     assert (trace.read_bytes(), lemmas.read_bytes()) == before
+    # nor the source of the --model family: refused before the trace is replayed
+    (tmp_path / "kmodel.py").write_text("from spec.family import FAMILY\n")
+    r = kmc("conform", trace, "--model", "kmodel:FAMILY", "--junit", "kmodel.py", "--force", cwd=tmp_path)
+    one_line_error(r, "--junit 'kmodel.py' is the source of Python module 'kmodel'")
+    assert "steps" not in r.stdout and (tmp_path / "kmodel.py").read_text() == "from spec.family import FAMILY\n"
 
 
 def test_conform_and_prove_write_junit(tmp_path):

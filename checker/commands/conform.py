@@ -134,10 +134,13 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         raise UsageError(f"--known '{args.known}' is a file, not a directory; give the directory of saved traces "
                          f"to replay with --known DIR (default traces/known), or replay the file itself with "
                          f"kmc conform FILE")
+    reads = [("the trace", t) for t in args.traces]
+    dirs = [("--known", args.known)] if args.preset else []
     if args.junit:
-        check_output(args.junit, args.force, "--junit", reads=[("the trace", t) for t in args.traces],
-                     dirs=[("--known", args.known)] if args.preset else [])
+        check_output(args.junit, args.force, "--junit", reads=reads, dirs=dirs)
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
+    if args.junit and cases:    # again, now that the traces' families are loaded: never their source
+        check_output(args.junit, args.force, "--junit", reads=reads, dirs=dirs)
     progress = _Progress(args.quiet)
     status = EXIT_OK
     results: list[Case] = []
@@ -154,7 +157,7 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         status = max(status, got)
     if args.junit:
         xml = junit_xml("kmc conform", results, time.monotonic() - t0)
-        write_output(args.junit, xml.encode(), args.force, "--junit", reads=[("the trace", t) for t in args.traces])
+        write_output(args.junit, xml.encode(), args.force, "--junit", reads=reads)
     return status
 
 
