@@ -92,6 +92,17 @@ runs = {True: [], False: []}
 best = trans = None
 hand = []
 floor = []
+
+
+# The end of a search timed with the collector off (t: its start): its CPU seconds
+# into `into`, the collector back on, and its count checked against the search's.
+def timed(into, t, found, distinct, who):
+    into.append(time.process_time() - t)
+    gc.enable()
+    if found != distinct:
+        sys.exit(f"the {who} found {found} states, the search {distinct}")
+
+
 try:
     from checker.fingerprint import exact_fingerprint_fn, fingerprint_fn
     from checker.search import RECENT_LIMIT
@@ -150,10 +161,7 @@ for _ in range(3):
                     for p in state_preds:
                         p(u)
         frontier = nxt
-    hand.append(time.process_time() - t)
-    gc.enable()
-    if len(seen) != r.stats.distinct:
-        sys.exit(f"the hand-written explorer found {len(seen)} states, the search {r.stats.distinct}")
+    timed(hand, t, len(seen), r.stats.distinct, "hand-written explorer")
     del seen, frontier, nxt
     # The floor of a search that keeps what kmc must keep: the engine's own fingerprint
     # of each state (its determinism across processes is what lets Spark partition the
@@ -200,10 +208,7 @@ for _ in range(3):
                     for p in state_preds:
                         p(u)
             frontier = nxt
-        floor.append(time.process_time() - t)
-        gc.enable()
-        if len(visited) != r.stats.distinct:
-            sys.exit(f"the floor search found {len(visited)} states, the search {r.stats.distinct}")
+        timed(floor, t, len(visited), r.stats.distinct, "floor search")
         del visited, frontier, nxt, recent
 whole, unchecked = min(runs[True]), (min(runs[False]) if sample is not None else None)
 model_next, model_props = best
