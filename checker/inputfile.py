@@ -56,8 +56,18 @@ def read_input(path: str | Path, what: str, fix: str, limit: int = MAX_INPUT_BYT
 def local_path(url: str) -> Path | None:
     """The local path a directory option names, which may be a Hadoop URL
     (``--checkpoint``, ``--resume``): ``file:`` URLs too; None for another file
-    system, whose files kmc cannot look at without Spark."""
+    system, whose files kmc cannot look at without Spark.  ``file://localhost/x``
+    is ``/x`` (RFC 8089: the host ``localhost`` is this machine, as no host is);
+    a ``file:`` URL naming another host is not a path here either."""
     m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", url)
-    if m and m.group(1).lower() != "file":
+    if not m:
+        return Path(url)
+    if m.group(1).lower() != "file":
         return None
-    return Path(re.sub(r"^file:(//)?", "", url, flags=re.IGNORECASE) if m else url)
+    rest = url[m.end():]
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            return None
+        rest = slash + path
+    return Path(rest)

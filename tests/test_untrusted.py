@@ -302,6 +302,8 @@ def test_a_file_url_names_the_local_directory_in_any_case(tmp_path):
 
     for url in (f"file://{tmp_path}", f"FILE://{tmp_path}", f"File:{tmp_path}", str(tmp_path)):
         assert local_path(url) == tmp_path, url
+    assert local_path(f"file://localhost{tmp_path}") == local_path(f"FILE://LocalHost{tmp_path}") == tmp_path
     assert local_path("hdfs://nn/ck") is None
+    assert local_path("file://otherhost/ck") is None
     with pytest.raises(UsageError, match="does not exist"):
         check_directory(f"FILE://{tmp_path}/missing", "--resume", True)
