@@ -178,6 +178,9 @@ def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
     # the gate's own sample and seed silently won
     (["--gate", "--sample", "5"], "--gate runs the gate's own sample and seed"),
     (["--gate", "--seed", "1"], "drop --seed, or drop --gate"),
+    # the named mutants ran whatever --sample said
+    (["--mutant", "m-00000000", "--sample", "5"], "--mutant runs the mutants it names, not a sample; drop --sample"),
+    (["--mutant", "m-00000000", "--seed", "1"], "drop --seed, or drop --mutant"),
 ])
 def test_bad_input_is_one_line_exit_2(toy, args, needle):
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")

@@ -69,7 +69,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--operator", metavar="OP", action="append", default=[], choices=OPERATORS,
                    help=f"only these operators (repeatable): {', '.join(OPERATORS)}")
     p.add_argument("--mutant", metavar="ID", action="append", default=[],
-                   help="only the mutant with this id (repeatable; ignores --sample)")
+                   help="only the mutant with this id (repeatable; not with --sample or --seed)")
     p.add_argument("--workers", metavar="W", type=positive, default=2,
                    help="mutants run at once (default 2)")
     p.add_argument("--timeout", metavar="SEC", type=positive,
@@ -168,6 +168,10 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
                                  f"seed {target.gate.seed}); drop {flag}, or drop --gate")
         size, seed, corpus = target.gate.sample, target.gate.seed, target.gate.corpus or target.corpus
         min_score = target.gate.min_score if min_score is None else min_score
+    if args.mutant:
+        for flag, value in (("--sample", args.sample), ("--seed", args.seed)):
+            if value is not None:   # the named mutants run, whatever the sample
+                raise UsageError(f"--mutant runs the mutants it names, not a sample; drop {flag}, or drop --mutant")
     everything = collect(root, modules, args.operator or OPERATORS, validate=False)
     if args.mutant:
         chosen = [m for m in everything if m.id in set(args.mutant)]
