@@ -418,6 +418,28 @@ def test_cli_trace_that_no_longer_fits_the_model(tmp_path):
     assert r.returncode == 1 and "is not enabled in the model" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("key, value, needle", [
+    ("max_writes", "two", "config key 'max_writes' expects an integer"),
+    ("max_writes", 9, "'max_writes' = 9 is out of range"),
+    ("gone", 1, "unknown config key 'gone'"),
+])
+def test_cli_a_recorded_config_the_model_takes_no_more_is_exit_1_in_conform_and_replay(tmp_path, key, value,
+                                                                                       needle):
+    """A trace's config that no longer resolves is a trace that no longer fits the
+    model (exit 1), in kmc conform as in kmc replay; conform said bad input (2)."""
+    h = harness("deeper", bug="hw-past-follower")
+    d = shrink(h, random_walks(h, walks=15, depth=15))
+    doc = json.loads(save(h, d, tmp_path / "traces", family_ref="tests.conform_toys:FAMILY", preset="deeper",
+                          label="walk").read_text())
+    doc["config"][key] = value
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    for command in ("conform", "replay"):
+        r = kmc(command, tmp_path / "t.json", *MODEL)
+        assert r.returncode == 1 and "no longer fits" in r.stdout + r.stderr and needle in r.stdout + r.stderr, \
+            (command, r.stdout + r.stderr)
+        assert "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("args, needle", [
     ((), "nothing to replay"),
     ((*MODEL, "--preset", "nope"), "unknown preset 'nope'"),

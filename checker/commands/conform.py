@@ -103,12 +103,21 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
 
     trace = load_trace(path)
     family, ref = trace_family(trace, model_ref)   # never a module the trace names
+    case = {"trace": trace, "family": family, "ref": ref, "impl": load_implementation(family, ref),
+            "probe": probe_actions(path), "unfit": None}
+    # A recorded config the model takes no more (a key it dropped, a value out of
+    # its range or of another type) is a trace that no longer fits: exit 1 at its
+    # turn, as kmc replay says (checker.replay), not bad input.
     try:
-        config = resolve(family, None, trace.config)
+        case["config"] = resolve(family, None, trace.config)
     except UsageError as e:
-        raise UsageError(f"trace file '{path}': its config no longer fits model family {ref!r}: {e}") from None
-    return {"trace": trace, "family": family, "ref": ref, "config": config, "model": build_model(family, config),
-            "impl": load_implementation(family, ref), "probe": probe_actions(path)}
+        case["unfit"] = f"its config no longer fits model family {ref!r}: {e}"
+        return case
+    try:
+        case["model"] = build_model(family, case["config"])
+    except UsageError as e:     # the family's build raised ValueError
+        case["unfit"] = f"its config is rejected by model family {ref!r}: {e}"
+    return case
 
 
 def _fail(args: argparse.Namespace, message: str, command: str) -> None:
@@ -173,6 +182,11 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     from checker.conform import Harness, NotInModel
     from checker.fingerprint import fingerprint, format_fingerprint
 
+    if case["unfit"] is not None:
+        print(f"{path}: {case['unfit']}")
+        _fail(args, f"trace '{path}' no longer fits the model: {case['unfit']}; see kmc replay {shlex.quote(path)}",
+              command)
+        return EXIT_FAIL
     trace, model = case["trace"], case["model"]
     harness = Harness(model, case["impl"], case["config"], vocabulary=case["probe"], probe_path=args.probe)
     init = _initial(model, trace)
