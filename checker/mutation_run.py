@@ -348,9 +348,79 @@ class Run:
 
 def baseline(run: Run, scratch: str, job_path: str) -> dict:
     """The corpus on the unmutated code: it must pass.  For a conformance corpus it also
-    records which lines of the package each unit (trace, or run's walks) executes."""
-    return run_one(str(run.root), run.job, job_path, None, run.timeout or 24 * 3600, scratch,
-                   coverage=run.job["kind"] == "conform")
+    records which lines of the package each unit (trace, or run's walks) executes.
+
+    With ``run.workers`` > 1 a conformance corpus is cut into that many stretches of
+    consecutive units, of about equal steps, replayed at once, each in its own child:
+    the baseline is the one step before the mutants that would otherwise leave all
+    but one worker idle.  ``seconds`` is then the stretches' sum (the corpus's time in
+    one process, which the mutants' timeouts scale), ``wall`` the time it took.  A
+    unit records the same lines as in one process, or more (it may probe a state
+    that a unit of an earlier stretch probed first), so no mutant replays fewer
+    units for it; a failing stretch reports the failure of the earliest one."""
+    timeout = run.timeout or 24 * 3600
+    conform = run.job["kind"] == "conform"
+    stretches = _stretches(run.job, run.workers) if conform else []
+    if len(stretches) <= 1:
+        out = run_one(str(run.root), run.job, job_path, None, timeout, scratch, coverage=conform)
+        return {**out, "wall": out["seconds"], "processes": 1}
+    t0 = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=len(stretches))
+    try:
+        parts = list(pool.map(lambda sel: run_one(str(run.root), run.job, job_path, None, timeout, scratch, sel,
+                                                  coverage=True), stretches))
+    except BaseException:
+        stop_children()     # stopped: as run_all does
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    wall = time.monotonic() - t0
+    seconds = sum(p["seconds"] for p in parts)
+    failed = next((p for p in parts if p["verdict"] != SURVIVED), None)
+    if failed is not None:
+        return {**failed, "seconds": seconds, "wall": wall, "processes": len(parts)}
+    out = {"verdict": SURVIVED, "seconds": seconds, "wall": wall, "processes": len(parts), "where": "",
+           "detail": ""}
+    if all("coverage" in p for p in parts):
+        coverage: dict[str, dict[str, list[int]]] = {}
+        imported: dict[str, set[int]] = {}
+        for p in parts:
+            for unit, files in p["coverage"].items():
+                if unit == "import":    # every child imports the package
+                    for f, lines in files.items():
+                        imported.setdefault(f, set()).update(lines)
+                else:
+                    coverage[unit] = files
+        coverage["import"] = {f: sorted(v) for f, v in sorted(imported.items())}
+        out["coverage"] = coverage
+    return out
+
+
+def _weights(job: dict) -> dict[str, int]:
+    """Each unit of a conformance job (``"run trace"``, ``"run -1"`` for a run's random
+    walks) and the steps it replays, in the corpus's order."""
+    weight: dict[str, int] = {}
+    for r, rn in enumerate(job["runs"]):
+        for k, (_init, acts) in enumerate(rn["traces"]):
+            weight[f"{r} {k}"] = len(acts) + 1
+        if rn["walks"]:
+            weight[f"{r} -1"] = rn["walks"] * rn["depth"]
+    return weight
+
+
+def _stretches(job: dict, n: int) -> list[list[list[int]]]:
+    """The units of ``job`` cut into at most ``n`` stretches of consecutive units, of
+    about equal steps (a ``--only`` selection each)."""
+    weight = _weights(job)
+    total = sum(weight.values())
+    out: list[list[list[int]]] = [[]]
+    done = 0
+    for unit, w in weight.items():
+        if out[-1] and len(out) < n and done + w / 2 > total * len(out) / n:     # its middle is past the cut
+            out.append([])
+        out[-1].append([int(x) for x in unit.split()])
+        done += w
+    return [sel for sel in out if sel]
 
 
 def plan(run: Run, coverage: dict | None) -> dict[str, tuple[list | None, float]]:
@@ -368,12 +438,7 @@ def plan(run: Run, coverage: dict | None) -> dict[str, tuple[list | None, float]
         for m in run.mutants:
             out[m.id] = (None, float(run.timeout or 4 * base + 30))
         return out
-    weight: dict[str, int] = {}
-    for r, rn in enumerate(run.job["runs"]):
-        for k, (_init, acts) in enumerate(rn["traces"]):
-            weight[f"{r} {k}"] = len(acts) + 1
-        if rn["walks"]:
-            weight[f"{r} -1"] = rn["walks"] * rn["depth"]
+    weight = _weights(run.job)
     total = max(1, sum(weight.values()))
     imported = coverage.get("import", {})
     for m in run.mutants:

@@ -126,6 +126,49 @@ def test_kmc_mutate_on_a_toy_reports_killed_survived_equivalent_and_the_score(to
     assert "--force" not in line      # kmc mutate has no --force
 
 
+def test_the_baseline_in_stretches_records_what_one_process_records(toy, tmp_path, monkeypatch):
+    """With two workers the baseline is cut into two stretches replayed at once
+    (checker.mutation_run.baseline): the corpus's units get the lines they get in one
+    process (or more), so no mutant replays fewer of them, and a failing stretch fails
+    the baseline."""
+    from checker.config import resolve
+    from checker.mutation import OPERATORS, collect
+    from checker.mutation_run import SURVIVED, Run, baseline, plan, prepare_conform
+
+    monkeypatch.syspath_prepend(str(toy))
+    before = set(sys.modules)
+    try:
+        from toyfam import FAMILY
+    finally:
+        for name in set(sys.modules) - before:     # toyfam goes with the test
+            if name.split(".")[0] in ("toyfam", "toyimpl"):
+                monkeypatch.delitem(sys.modules, name)
+
+    target = FAMILY.mutation_targets["impl"]
+    job = prepare_conform(FAMILY, "toyfam:FAMILY", "toyimpl", target.corpus, toy, resolve)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    job_path = scratch / "job.json"
+    job_path.write_text(json.dumps(job))
+    units = sum(len(r["traces"]) for r in job["runs"])
+    assert units >= 2
+    one, two = (baseline(Run(toy, job, [], workers=w), str(scratch), str(job_path)) for w in (1, 2))
+    assert one["verdict"] == two["verdict"] == SURVIVED and (one["processes"], two["processes"]) == (1, 2)
+    assert set(one["coverage"]) == set(two["coverage"]) and len(one["coverage"]) == units + 1   # and "import"
+    for unit, files in one["coverage"].items():
+        for f, lines in files.items():
+            assert set(lines) <= set(two["coverage"][unit][f]), (unit, f)
+    # both ways pick the same units for every mutant
+    mutants = collect(toy, ["toyimpl/counter.py"], OPERATORS, validate=False)
+    plans = [plan(Run(toy, job, mutants, baseline=b["seconds"]), b["coverage"]) for b in (one, two)]
+    assert {m: u for m, (u, _) in plans[0].items()} == {m: u for m, (u, _) in plans[1].items()}
+    # a failure in the second stretch fails the baseline
+    src = toy / "toyimpl" / "counter.py"
+    src.write_text(src.read_text().replace("self.n = 0\n        self.resets", "self.n = 1\n        self.resets"))
+    bad = baseline(Run(toy, job, [], workers=2), str(scratch), str(job_path))
+    assert bad["verdict"] != SURVIVED and bad["processes"] == 2
+
+
 def test_a_json_file_that_is_a_dangling_link_is_refused_up_front(toy):
     """Path.exists() follows the link: the run went on, and open(..., "x") failed at its end."""
     (toy / "out.json").symlink_to(toy / "nowhere.json")

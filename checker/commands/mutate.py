@@ -221,6 +221,8 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
     run.baseline = base["seconds"]
     cov = base.get("coverage")
     print(f"baseline: the unmutated code passes the corpus in {run.baseline:.1f} s"
+          + (f" ({base['wall']:.1f} s elapsed, {base['processes']} processes at once)"
+             if base.get("processes", 1) > 1 else "")
           + (" (lines recorded: each mutant replays only the traces that execute its lines)" if cov else "")
           + (f"; timeout per mutant {run.timeout:.0f} s" if run.timeout else
              "; timeout per mutant 4 x its share of the baseline + 30 s")
