@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from checker.config import parse_set, resolve, suggest
+from checker.config import WHOLE_NUMBER, parse_set, resolve, suggest
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 from checker.imports import import_ref
@@ -265,16 +265,23 @@ def resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tupl
     return preset, resolve(family, preset, overrides)
 
 
-def at_least(text: str, low: int) -> int:
-    """An argparse type: a whole number >= ``low``; the message names the bound
-    the flag has (">= 1" for a count, not ">= 0")."""
-    try:
-        v = int(text)
-    except ValueError:
+# The largest count or number of seconds a flag takes: a signed 64-bit integer's
+# range, which a float holds too (a larger one overflowed in a deadline's sum).
+MAX_FLAG = 10 ** 18
+
+
+def at_least(text: str, low: int, high: int = MAX_FLAG) -> int:
+    """An argparse type: a whole number from ``low`` to ``high``; the message names
+    the bound the flag has (">= 1" for a count, not ">= 0")."""
+    if not WHOLE_NUMBER.fullmatch(text.strip()):
         shown = text if len(text) <= 40 else text[:37] + "..."
-        raise argparse.ArgumentTypeError(f"expects a whole number >= {low}, got {shown!r}") from None
+        raise argparse.ArgumentTypeError(f"expects a whole number >= {low}, got {shown!r}")
+    v = int(text)
     if v < low:
         raise argparse.ArgumentTypeError(f"expects a number >= {low}, got {v}")
+    if v > high:
+        shown = str(v) if len(str(v)) <= 40 else str(v)[:37] + "..."
+        raise argparse.ArgumentTypeError(f"expects a number from {low} to {high}, got {shown}")
     return v
 
 
@@ -311,6 +318,15 @@ def nonneg(text: str) -> int:
 
 def positive(text: str) -> int:
     return at_least(text, 1)
+
+
+# z3 takes its timeout as an unsigned 32-bit number of milliseconds: a larger one wrapped
+# round (4294968 s gave up at once, as if it were 1 ms).
+Z3_MAX_SECONDS = (2 ** 32 - 1) // 1000
+
+
+def z3_seconds(text: str) -> int:
+    return at_least(text, 1, Z3_MAX_SECONDS)
 
 
 def wrap(text: str) -> str:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +88,11 @@ def _example(p: Any, style: str = "set") -> str:
     return f"--set {p.name}={_show(v)}"
 
 
+# A whole number as text: ASCII digits only (int() also takes '1_0' and other
+# scripts' digits, which a user who wrote them did not mean as a count).
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
 def coerce(p: Any, value: Any, style: str = "set") -> Any:
     """Convert ``value`` (a string from ``--set`` or a TOML scalar) to ``p``'s type
     and check it against ``p``'s choices and range; ``UsageError`` otherwise, whose
@@ -109,10 +116,7 @@ def coerce(p: Any, value: Any, style: str = "set") -> Any:
         elif isinstance(value, int):
             v = value
         elif isinstance(value, str):
-            try:
-                v = int(value.strip())
-            except ValueError:
-                v = None
+            v = int(value) if WHOLE_NUMBER.fullmatch(value.strip()) else None
         elif isinstance(value, float) and value.is_integer():
             v = int(value)
         else:
@@ -127,13 +131,15 @@ def coerce(p: Any, value: Any, style: str = "set") -> Any:
             v = None
         elif isinstance(value, (int, float)):
             v = float(value)
-        elif isinstance(value, str):
+        elif isinstance(value, str) and "_" not in value and value.isascii():
             try:
                 v = float(value.strip())
             except ValueError:
                 v = None
         else:
             v = None
+        if v is not None and not math.isfinite(v):
+            v = None    # nan compares false with every bound: it passed any range
         if v is None:
             raise UsageError(f"config key {p.name!r} expects a number, got {shown}; e.g. {_example(p, style)}")
     elif kind is str:

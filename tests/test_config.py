@@ -148,3 +148,19 @@ def test_config_file_records_lines(tmp_path):
     cf = load_config_file(f)
     assert cf.lines == {"preset": 2, "unclean": 5, "brokers": 6}
     assert cf.where("brokers") == f"config file '{f}' line 6" and cf.where("nope") == f"config file '{f}'"
+
+
+def test_a_number_is_written_in_ascii_digits_and_is_finite():
+    """int() and float() also read '1_0', other scripts' digits and 'nan', which
+    compares false with every bound, so it passed any range."""
+    from checker.config import coerce
+    from checker.model import Parameter
+
+    count, share = Parameter("n", 2, "a count", 1, 20), Parameter("f", 0.5, "a share", 0.0, 1.0)
+    assert coerce(count, " 3 ") == 3 and coerce(share, "0.25") == 0.25
+    for p, text in ((count, "1_0"), (count, "\u0662"), (share, "nan"), (share, "inf"), (share, "0_5"),
+                    (share, "\u0660.5")):
+        with pytest.raises(UsageError, match="expects"):
+            coerce(p, text)
+    with pytest.raises(UsageError, match="expects a number"):
+        coerce(share, float("nan"))

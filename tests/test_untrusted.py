@@ -249,6 +249,19 @@ def test_conform_known_must_be_a_directory(tmp_path):
     (["check", "--max-depth", "-1"], "--max-depth: expects a number >= 0, got -1"),
     (["check", "--spark-partitions", "x"], "--spark-partitions: expects a whole number >= 1, got 'x'"),
     (["conform", "--preset", "tiny", "--depth", "-2"], "--depth: expects a number >= 1, got -2"),
+    # int() took these as 10 and 3
+    (["check", "--max-states", "1_0"], "--max-states: expects a whole number >= 1, got '1_0'"),
+    (["check", "--max-states", "\u0663"], "--max-states: expects a whole number >= 1"),
+    # a deadline of 1e309 s overflowed a float: an internal error (exit 4)
+    (["check", "--time-limit", "1" + "0" * 309], "--time-limit: expects a number from 1 to 1000000000000000000"),
+    (["simulate", "--time-limit", "1" + "0" * 19], "--time-limit: expects a number from 1 to"),
+    # z3 takes 32 bits of milliseconds: 4294968 s wrapped round to 1 ms and gave up at once
+    (["bmc", "--preset", "tiny", "--steps", "2", "--timeout", "4294968"],
+     "--timeout: expects a number from 1 to 4294967, got 4294968"),
+    (["prove", "--preset", "tiny", "--timeout", "99999999999"], "--timeout: expects a number from 1 to 4294967"),
+    # a config value: ASCII digits only; nan passed every range
+    (["check", "--set", "brokers=1_0"], "config key 'brokers' expects an integer"),
+    (["check", "--set", "brokers=\u0662"], "config key 'brokers' expects an integer"),
 ])
 def test_bounds_say_the_bound_the_flag_has(args, needle):
     cli_support.one_line_error(cli_support.kmc(*args), needle)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from checker.cmdline import config_family, config_text, para, positive, resolve_config
+from checker.cmdline import Z3_MAX_SECONDS, config_family, config_text, para, positive, resolve_config, z3_seconds
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 
@@ -24,8 +24,8 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable; applied after the preset and --config)")
     p.add_argument("--brokers", metavar="N", type=positive, help="number of brokers (the same as --set brokers=N)")
-    p.add_argument("--timeout", metavar="SECONDS", type=positive,
-                   help="give z3 at most this long per query (default: no limit)")
+    p.add_argument("--timeout", metavar="SECONDS", type=z3_seconds,
+                   help=f"give z3 at most this long per query, up to {Z3_MAX_SECONDS} s (default: no limit)")
     p.add_argument("--quiet", action="store_true", help="no header and no progress lines")
 
 
