@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import inspect
 import itertools
 import os
 import sys
@@ -76,6 +77,7 @@ def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) ->
                 raise UsageError(f"invariants file '{name}': the {what} of property {prop.name!r} is {shown} "
                                  f"({type(fn).__name__}), not a function; pass a function of the state, e.g. "
                                  f"lambda s: ...")
+            _check_arity(fn, 3 if prop.step else 1, name, prop.name, what)
         if prop.name in names:
             raise UsageError(f"invariants file '{name}' defines two properties named {prop.name!r}; rename one")
         if prop.name in taken:
@@ -84,6 +86,27 @@ def load_invariants(path: str | os.PathLike, *, existing: Iterable[str] = ()) ->
                 f"or an earlier --invariants file; give it another name")
         names.add(prop.name)
     return [_strict(p, name) for p in found]
+
+
+def _check_arity(fn: Any, n: int, path: str, prop: str, what: str) -> None:
+    """A predicate that cannot take the state (a step property's: prev, action,
+    next) raised TypeError on the first call, which read as the model's fault
+    (exit 3); it is the file's, said at load time.  A callable whose signature
+    Python cannot read (some builtins) is taken as it is."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*range(n))
+    except TypeError:
+        code = getattr(fn, "__code__", None)
+        line = f" line {code.co_firstlineno}" if code is not None and \
+            os.path.abspath(code.co_filename) == os.path.abspath(path) else ""
+        args = "(prev, action, next), a step property's" if n == 3 else "the state"
+        raise UsageError(f"invariants file '{path}'{line}: the {what} of property {prop!r} takes {sig}, not "
+                         f"{args} arguments; write it as "
+                         f"{'lambda prev, a, s: ...' if n == 3 else 'lambda s: ...'}") from None
 
 
 class NotABool(TypeError):
@@ -176,6 +199,9 @@ def run_user_file(path: str | os.PathLike, *, kind: str, flag: str) -> Any:
         raise UsageError(f"{kind} file '{name}'{where}: {type(e).__name__}: {e.msg}; fix the Python syntax") from None
     except ValueError as e:  # e.g. null bytes in the source
         raise UsageError(f"{kind} file '{name}' is not Python source ({e}); give a .py file") from None
+    except (RecursionError, MemoryError) as e:  # an expression nested past what the compiler takes
+        raise UsageError(f"{kind} file '{name}' is nested too deeply for Python to compile "
+                         f"({type(e).__name__}); split its expressions") from None
     spec = importlib.util.spec_from_file_location(modname, p)
     if spec is None:
         raise UsageError(f"{kind} file '{name}' cannot be loaded as a Python module; give a .py file")

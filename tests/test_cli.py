@@ -355,6 +355,15 @@ def test_user_invariant_fails_and_trace_names_it(tmp_path):
     ("from checker.model import always\nA = always('A', 5)\n", "the predicate of property 'A' is 5 (int), not a "
                                                                  "function"),
     ("from checker.model import always\nA = always('', lambda s: True)\n", "defines a property named ''"),
+    # a predicate that cannot take the state raised TypeError on the first call: the model's fault, exit 3
+    ("from checker.model import always\nA = always('A', lambda: True)\n",
+     "line 2: the predicate of property 'A' takes (), not the state arguments; write it as lambda s: ..."),
+    ("from checker.model import always\nA = always('A', lambda s: True, step=True)\n",
+     "the predicate of property 'A' takes (s), not (prev, action, next), a step property's arguments"),
+    ("from checker.model import eventually\nA = eventually('A', lambda s: True, trigger=lambda a, b: 1)\n",
+     "the trigger of property 'A' takes (a, b)"),
+    # nested past what Python's compiler takes: an internal error (exit 4)
+    ("x = " + "1+" * 100000 + "1\n", "is nested too deeply for Python to compile (RecursionError)"),
 ])
 def test_bad_invariants_file(tmp_path, text, needle):
     inv = tmp_path / "inv.py"
