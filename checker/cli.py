@@ -423,6 +423,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ModelError(f"model or user code called sys.exit({e.code!r}) (raised SystemExit) during the "
                              f"run; a model, property or adapter must return or raise an exception, never "
                              f"exit the process: fix it") from e
+        except (Exception, KeyboardInterrupt, GeneratorExit):
+            raise
+        except BaseException as e:  # noqa: BLE001
+            # Neither kmc nor Python raises another BaseException here: the code the run
+            # called did (USER_CODE_ERRORS catches Exception and SystemExit only), and a
+            # user's --invariants file is named with its line, as for an Exception.
+            msg = " ".join(str(e).split())
+            err = ModelError(f"model or user code raised {type(e).__name__}{': ' + msg if msg else ''}, which "
+                             f"is a BaseException but no Exception; raise an Exception subclass instead")
+            err.__cause__ = e
+            raise user_property_error(err, getattr(args, "invariants", None) or []) or err from e
     except _ArgError as e:
         msg = str(e).replace("\n", " ")
         bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", msg)

@@ -372,6 +372,18 @@ def test_bad_invariants_file(tmp_path, text, needle):
     assert str(inv) in line
 
 
+def test_a_predicate_raising_a_base_exception_is_the_files_fault(tmp_path):
+    """An exception class derived from BaseException, not Exception, went past every
+    handler: a traceback, and exit 1 as if a property were violated."""
+    inv = tmp_path / "inv.py"
+    inv.write_text("from checker.model import always\nclass Stop(BaseException):\n    pass\n"
+                   "def boom(s):\n    raise Stop('boom')\nA = always('A', boom)\n")
+    line = assert_one_line_error(check(tmp_path, "--invariants", inv), 2, "line 5 raised Stop: boom")
+    assert str(inv) in line
+    r = kmc("simulate", *TOYS, "--walks", "2", "--invariants", inv, "--traces-dir", tmp_path / "t", cwd=tmp_path)
+    assert r.returncode == 2 and "line 5 raised Stop: boom" in r.stderr and "Traceback" not in r.stderr
+
+
 # ------------------------------------------------------------ never overwrite
 
 def test_existing_traces_are_never_overwritten(tmp_path):
