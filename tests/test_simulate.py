@@ -165,6 +165,9 @@ def test_cli_no_violation_and_errors(tmp_path):
     assert "NO VIOLATION FOUND in 20 walks" in r.stdout and "progress: walks=" in r.stderr
     cli_support.one_line_error(cli_support.kmc("simulate", *TOYS, "--walks", "0"), "--walks")
     cli_support.one_line_error(cli_support.kmc("simulate", *TOYS, "--property", "Nope"), "Nope")
+    # an eventually property was dropped without a word: nothing checked, exit 0
+    cli_support.one_line_error(cli_support.kmc("simulate", "--preset", "tiny", "--property", "EventuallyLeaderElected"),
+                               "eventually property 'EventuallyLeaderElected' cannot be checked by kmc simulate")
     cli_support.one_line_error(cli_support.kmc("simulate", *TOYS, "--spark-partitions", "2", "--engine", "local"),
                                "--spark-partitions")
     cli_support.one_line_error(cli_support.kmc("simulate", *TOYS, "--preset", "crash", "--traces-dir", tmp_path),

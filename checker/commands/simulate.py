@@ -102,6 +102,11 @@ def _select(args: argparse.Namespace, props: list) -> tuple[list, bool]:
                 raise UsageError(f"unknown property {name!r} (this configuration declares: "
                                  f"{', '.join(known + ['Deadlock'])}); see kmc list properties")
             chosen.extend(p for p in props if p.name == name and p not in chosen)
+        for p in chosen:
+            if p.kind == EVENTUALLY:     # it was dropped below: nothing checked, and exit 0
+                raise UsageError(f"eventually property {p.name!r} cannot be checked by kmc simulate: a walk "
+                                 f"stops after finitely many steps, which proves nothing about what happens "
+                                 f"later; check it with kmc check, or drop --property {p.name}")
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
     return [p for p in props if p.kind != EVENTUALLY], check_deadlock
