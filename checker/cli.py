@@ -41,6 +41,7 @@ from checker.cmdline import config_text as _config_text
 from checker.cmdline import fail as _fail
 from checker.cmdline import model_properties as _model_properties
 from checker.cmdline import nonneg as _nonneg
+from checker.cmdline import path_arg
 from checker.cmdline import para as _para
 from checker.cmdline import positive as _positive
 from checker.cmdline import resolve_config as _resolve_config
@@ -340,11 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model", metavar="NAME|module:attr", help=MODEL_HELP)
     c.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset; "
                                                  "see kmc list presets)")
-    c.add_argument("--config", metavar="FILE.toml", help="TOML file with preset = \"...\", model = \"...\" and "
-                                                         "key = value lines (top level or in [config])")
+    c.add_argument("--config", metavar="FILE.toml", type=path_arg,
+                   help="TOML file with preset = \"...\", model = \"...\" and key = value lines (top level or "
+                        "in [config])")
     c.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable; applied after the preset and --config)")
-    c.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+    c.add_argument("--invariants", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="Python file defining extra properties with checker.model.always()/sometimes() "
                         "(repeatable)")
     c.add_argument("--property", metavar="NAME", action="append", default=[],
@@ -365,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--por", action="store_true",
                    help="partial-order reduction: explore stubborn sets of the enabled actions, from the model's "
                         "declared footprints (checked on a sample first); local engine only")
-    c.add_argument("--traces-dir", metavar="DIR", default="traces",
+    c.add_argument("--traces-dir", metavar="DIR", type=path_arg, default="traces",
                    help="where counterexample traces are saved (default: traces/ in the current directory); "
                         "existing files are never overwritten")
     c.add_argument("--json", action="store_true",
@@ -386,13 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which partition holds a state: key (the default), by the model's partition_key where it "
                         "has one, so most successors stay in their parent's partition; fingerprint: by fingerprint, "
                         "which spreads states evenly over many partitions")
-    c.add_argument("--checkpoint", metavar="DIR",
+    c.add_argument("--checkpoint", metavar="DIR", type=path_arg,
                    help="save every finished level in DIR (a local path or a Hadoop URL), for --resume")
-    c.add_argument("--resume", metavar="DIR", help="go on with an interrupted run from its --checkpoint DIR")
-    c.add_argument("--report", metavar="OUT.html",
+    c.add_argument("--resume", metavar="DIR", type=path_arg,
+                   help="go on with an interrupted run from its --checkpoint DIR")
+    c.add_argument("--report", metavar="OUT.html", type=path_arg,
                    help="write a run report: configuration, a plot per BFS level, every property's verdict, "
                         "action coverage, and a page per counterexample (OUT-<trace>.html beside it)")
-    c.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML: one test case per property")
+    c.add_argument("--junit", metavar="OUT.xml", type=path_arg, help="write JUnit XML: one test case per property")
     c.add_argument("--force", action="store_true",
                    help="overwrite the --report and --junit files if they exist (regular files only, never an "
                         "input or a link)")

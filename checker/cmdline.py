@@ -312,6 +312,14 @@ def percent(text: str) -> float:
     return v
 
 
+def path_arg(text: str) -> str:
+    """An argparse type for a file or directory: an empty name names none (it was
+    read as the current directory, or left the option out without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expects a path, got {text!r}")
+    return text
+
+
 def nonneg(text: str) -> int:
     return at_least(text, 0)
 

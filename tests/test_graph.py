@@ -58,6 +58,9 @@ def test_toy_as_dot(tmp_path):
     assert nodes == [str(i) for i in range(6)]
     assert edges == [("0", "1", "Send()", ""), ("1", "2", "Deliver()", ""), ("1", "3", "Drop()", ", style=dashed"),
                      ("3", "4", "Send()", ""), ("4", "5", "Deliver()", "")]
+    # "-o -" is standard output too, not a file named "-"
+    dash = kmc("graph", *TOYS, "--preset", "bounded", "--set", "drops=1", "--format", "dot", "-o", "-", cwd=tmp_path)
+    assert dash.returncode == 0 and dash.stdout == text and not (tmp_path / "-").exists()
     assert '0 [label="#0 initial\\l", peripheries=2' in text
     assert '3 [label="#3\\ldrops_left=0\\l"]' in text
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from checker.cmdline import Z3_MAX_SECONDS, config_family, config_text, para, positive, resolve_config, z3_seconds
+from checker.cmdline import (
+    Z3_MAX_SECONDS, config_family, config_text, para, path_arg, positive, resolve_config, z3_seconds,
+)
 from checker.errors import ModelError, UsageError
 from checker.errors import describe_exception as _exc
 
@@ -20,7 +22,8 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="NAME|module:attr",
                    help="model family (default: the registered model, 'kafka' if there are several)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
-    p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset = \"...\" and key = value lines")
+    p.add_argument("--config", metavar="FILE.toml", type=path_arg,
+                   help="TOML file with preset = \"...\" and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable; applied after the preset and --config)")
     p.add_argument("--brokers", metavar="N", type=positive, help="number of brokers (the same as --set brokers=N)")

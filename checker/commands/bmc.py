@@ -21,7 +21,8 @@ import sys
 from typing import Any
 
 from checker.cmdline import (
-    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, positive, reopen_args, wrap,
+    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, path_arg, positive, reopen_args,
+    wrap,
 )
 from checker.errors import ModelError, UsageError
 
@@ -48,7 +49,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--steps", metavar="K", type=positive, required=True, help="unroll at most K steps")
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; default: every property with a symbolic encoding)")
-    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+    p.add_argument("--traces-dir", metavar="DIR", type=path_arg, default="traces",
                    help="where the counterexample trace is saved (default: traces/); never overwritten")
     add_config_options(p)
     p.set_defaults(func=cmd_bmc)

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from checker.cmdline import EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, nonneg, positive, wrap
+from checker.cmdline import EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, nonneg, path_arg, positive, wrap
 from checker.errors import UsageError
 from checker.imports import import_ref
 from checker.tracecheck import validate_observed
@@ -47,7 +47,8 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--seconds", metavar="S", type=positive, default=60,
                    help="how long to keep injecting faults (default 60)")
     p.add_argument("--seed", metavar="N", type=nonneg, default=0, help="seed of the fault choices (default 0)")
-    p.add_argument("--dir", metavar="DIR", help="where the run's logs go (default: a new temporary folder)")
+    p.add_argument("--dir", metavar="DIR", type=path_arg,
+                   help="where the run's logs go (default: a new temporary folder)")
     p.add_argument("--broken", metavar="KIND",
                    help="run deliberately broken brokers (Kafka: election, controller-epoch-check), to see "
                         "validation reject them")

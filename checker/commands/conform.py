@@ -21,7 +21,7 @@ from typing import Any
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, fail, load_family, nonneg,
-    positive, registered_name, trace_family, wrap,
+    path_arg, positive, registered_name, trace_family, wrap,
 )
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
@@ -57,13 +57,13 @@ def register(sub: Any, fmt: Any) -> None:
                    help="also run N random walks (Hypothesis, derandomized) on the preset's configuration")
     p.add_argument("--depth", metavar="D", type=positive, default=DEFAULT_DEPTH,
                    help=f"steps per random walk, at most (default {DEFAULT_DEPTH})")
-    p.add_argument("--known", metavar="DIR", default="traces/known",
+    p.add_argument("--known", metavar="DIR", type=path_arg, default="traces/known",
                    help="with --preset, also replay the traces in DIR recorded with the same configuration "
                         "(default: traces/known; a missing directory is skipped)")
     p.add_argument("--max-states", metavar="N", type=positive, default=DEFAULT_MAX_STATES,
                    help=f"no covering set for a state graph larger than N states (default {DEFAULT_MAX_STATES}): "
                         f"an error, or with --walks the walks alone")
-    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+    p.add_argument("--traces-dir", metavar="DIR", type=path_arg, default="traces",
                    help="where a shrunk diverging trace is saved (default: traces/); never overwritten")
     p.add_argument("--probe", action="store_true",
                    help="also ask the implementation, once per state, about every action of the state graph (or "
@@ -76,7 +76,7 @@ def register(sub: Any, fmt: Any) -> None:
                         "in about half the steps, for an implementation whose copy behaves as it does (in "
                         "memory; not one that drives processes or sockets)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--junit", metavar="OUT.xml",
+    p.add_argument("--junit", metavar="OUT.xml", type=path_arg,
                    help="write JUnit XML: one test case per trace file and per preset, a divergence as a failure "
                         "with the command that replays it")
     p.add_argument("--force", action="store_true",

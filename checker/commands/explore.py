@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, resolve_config, trace_family,
+    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, path_arg, resolve_config, trace_family,
     user_properties, user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
@@ -59,10 +59,11 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("trace", nargs="?", metavar="TRACE", help="a saved trace to open (kmc check wrote it)")
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
-    p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset, model and key = value lines")
+    p.add_argument("--config", metavar="FILE.toml", type=path_arg,
+                   help="TOML file with preset, model and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable)")
-    p.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+    p.add_argument("--invariants", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="also show the properties defined in this Python file; a trace of one of them needs it "
                         "(repeatable; a file a trace records is never run)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: every interface)")

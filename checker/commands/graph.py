@@ -19,7 +19,9 @@ import argparse
 import io
 from typing import Any
 
-from checker.cmdline import EXIT_CODES, EXIT_OK, build_model, config_family, positive, resolve_config, wrap
+from checker.cmdline import (
+    EXIT_CODES, EXIT_OK, build_model, config_family, path_arg, positive, resolve_config, wrap,
+)
 from checker.errors import UsageError
 from checker.output import check_output, write_output
 
@@ -44,11 +46,13 @@ def register(sub: Any, fmt: Any) -> None:
                           "states)."))
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
-    p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset, model and key = value lines")
+    p.add_argument("--config", metavar="FILE.toml", type=path_arg,
+                   help="TOML file with preset, model and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable)")
     p.add_argument("--format", required=True, choices=sorted(LIMITS), help="graphml or dot")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    p.add_argument("-o", "--output", metavar="FILE", type=path_arg,
+                   help="write here (default, or -: standard output)")
     p.add_argument("--force", action="store_true",
                    help="overwrite FILE if it exists (a regular file, never --config or a link)")
     p.add_argument("--max-states", metavar="N", type=positive,
@@ -68,6 +72,8 @@ def cmd_graph(args: argparse.Namespace, command: str) -> int:
     fmt = args.format
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
+    if args.output == "-":     # the usual name of standard output, where the graph goes by default
+        args.output = None
     if args.output:
         check_output(args.output, args.force, reads=[("--config", args.config)])
     family, _ref = config_family(args.model, file_cfg)

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_FAIL, EXIT_OK, fail, load_family, nonneg, percent, positive, registered_models, wrap,
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, fail, load_family, nonneg, path_arg, percent, positive, registered_models,
+    wrap,
 )
 from checker.config import resolve
 from checker.errors import UsageError
@@ -80,7 +81,8 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--spark-master", metavar="URL", help="with --engine spark: the master (default local[W])")
     p.add_argument("--min-score", metavar="PCT", type=percent,
                    help="exit 1 if the score is below PCT percent")
-    p.add_argument("--json", metavar="FILE", help="also write every outcome as JSON to FILE (never overwritten)")
+    p.add_argument("--json", metavar="FILE", type=path_arg,
+                   help="also write every outcome as JSON to FILE (never overwritten)")
     p.add_argument("--list", action="store_true", help="list the sampled mutants and their diffs; run nothing")
     p.add_argument("--no-diffs", action="store_true", help="list survivors without their diffs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

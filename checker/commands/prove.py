@@ -23,8 +23,9 @@ import argparse
 import sys
 from typing import Any
 
-from checker.cmdline import (EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, positive, reopen_args,
-                             wrap)
+from checker.cmdline import (
+    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, path_arg, positive, reopen_args, wrap,
+)
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
@@ -55,7 +56,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--invariant", metavar="NAME", action="append", default=[], required=True,
                    help="an invariant to prove (repeatable: they are proved together, each strengthening the "
                         "others); a step invariant is checked on every step from the states the others allow")
-    p.add_argument("--lemmas", metavar="FILE.py", action="append", default=[],
+    p.add_argument("--lemmas", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="Python file of strengthening lemmas (checker.symbolic.lemma), proved together with "
                         "the invariants (repeatable)")
     p.add_argument("--confirm", action="store_true",
@@ -63,9 +64,9 @@ def register(sub: Any, fmt: Any) -> None:
                         "breaks the same invariant, and save the path to it as a trace (small configurations)")
     p.add_argument("--max-states", metavar="N", type=positive,
                    help=f"with --confirm, refuse an explicit state graph larger than N states (default {CONFIRM_MAX_STATES})")
-    p.add_argument("--traces-dir", metavar="DIR",
+    p.add_argument("--traces-dir", metavar="DIR", type=path_arg,
                    help="where --confirm saves the trace (default: traces/)")
-    p.add_argument("--junit", metavar="OUT.xml",
+    p.add_argument("--junit", metavar="OUT.xml", type=path_arg,
                    help="write JUnit XML: one test case per invariant, a CTI as a failure")
     p.add_argument("--force", action="store_true",
                    help="overwrite the --junit file if it exists (a regular file, never an input or a link)")

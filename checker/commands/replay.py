@@ -14,8 +14,10 @@ import argparse
 import dataclasses
 from typing import Any
 
-from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, config_text, count, fail,
-                             model_properties, nonneg, one_line, para, trace_family, user_property_error, wrap)
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, config_text, count, fail, model_properties, nonneg, one_line,
+    para, path_arg, trace_family, user_property_error, wrap,
+)
 from checker.config import parse_set, resolve
 from checker.errors import ModelError, UsageError
 from checker.invariants import check_user_file, load_all
@@ -34,18 +36,18 @@ def register(sub: Any, fmt: Any) -> None:
                        description=wrap("Rebuild the model from the trace's family and config, re-execute every "
                                    "recorded action, verify every fingerprint, print a diff per step, and "
                                    "re-check the violated property on the final state."))
-    r.add_argument("file", metavar="FILE", help="a trace written by kmc check (traces/*.json)")
+    r.add_argument("file", metavar="FILE", type=path_arg, help="a trace written by kmc check (traces/*.json)")
     r.add_argument("--step", metavar="N", type=nonneg, help="stop after step N and show the whole state there")
     r.add_argument("--model", metavar="NAME|module:attr",
                    help="use this model family instead of the one recorded in the trace")
-    r.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+    r.add_argument("--invariants", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="re-check the trace's user property from this file instead of the file the trace "
                         "records (repeatable)")
     r.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="replay with this value for one key of the trace's config (repeatable): a key the trace "
                         "does not record takes its current default, so a trace saved before a default changed "
                         "needs the old value set")
-    r.add_argument("--html", metavar="OUT.html",
+    r.add_argument("--html", metavar="OUT.html", type=path_arg,
                    help="also write the trace as one self-contained HTML page (no server, no network)")
     r.add_argument("--force", action="store_true",
                    help="overwrite OUT.html if it exists (a regular file, never the trace or a link)")

@@ -23,9 +23,11 @@ import json
 import sys
 from typing import Any, TextIO
 
-from checker.cmdline import (EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_text, count, fail,
-                             config_family, deadlock_flags, model_properties, nonneg, positive, reopen_args,
-                             resolve_config, user_properties, user_property_error, wrap)
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_family, config_text, count,
+    deadlock_flags, fail, model_properties, nonneg, path_arg, positive, reopen_args, resolve_config,
+    user_properties, user_property_error, wrap,
+)
 from checker.errors import ModelError, UsageError
 
 
@@ -45,10 +47,11 @@ def register(sub: Any, fmt: Any) -> None:
                           "nothing; use kmc check for that."))
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
-    p.add_argument("--config", metavar="FILE.toml", help="TOML file with preset, model and key = value lines")
+    p.add_argument("--config", metavar="FILE.toml", type=path_arg,
+                   help="TOML file with preset, model and key = value lines")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one parameter (repeatable)")
-    p.add_argument("--invariants", metavar="FILE.py", action="append", default=[],
+    p.add_argument("--invariants", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="also check the properties defined in this Python file (repeatable)")
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; Deadlock names the deadlock check)")
@@ -73,7 +76,7 @@ def register(sub: Any, fmt: Any) -> None:
                    help="plain uniform random walks: every enabled action equally likely, no budgets")
     p.add_argument("--no-shrink", action="store_true", help="save the violating walk as found, unshrunk")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without enabled actions")
-    p.add_argument("--traces-dir", metavar="DIR", default="traces",
+    p.add_argument("--traces-dir", metavar="DIR", type=path_arg, default="traces",
                    help="where a counterexample trace is saved (default: traces/); never overwritten")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on standard output")
     p.add_argument("--quiet", action="store_true", help="no header and no progress lines")
