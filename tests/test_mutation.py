@@ -224,6 +224,13 @@ def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
     # the named mutants ran whatever --sample said
     (["--mutant", "m-00000000", "--sample", "5"], "--mutant runs the mutants it names, not a sample; drop --sample"),
     (["--mutant", "m-00000000", "--seed", "1"], "drop --seed, or drop --mutant"),
+    # --list runs nothing: these were accepted and had no effect (--json wrote no file)
+    (["--list", "--json", "out.json"], "--list runs nothing, so --json has no effect; drop --json, or drop --list"),
+    (["--list", "--min-score", "50"], "so --min-score has no effect"),
+    (["--list", "--workers", "3"], "so --workers has no effect"),
+    (["--list", "--timeout", "9"], "so --timeout has no effect"),
+    (["--list", "--engine", "spark"], "so --engine has no effect"),
+    (["--module", "nothing/*.py"], "e.g. --module 'toyimpl/*.py'"),
 ])
 def test_bad_input_is_one_line_exit_2(toy, args, needle):
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")

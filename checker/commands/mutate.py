@@ -40,6 +40,7 @@ from checker.mutation_run import (
 )
 
 DEFAULT_SAMPLE = 200
+DEFAULT_WORKERS = 2
 DEFAULT_SEED = 17
 
 
@@ -71,8 +72,8 @@ def register(sub: Any, fmt: Any) -> None:
                    help=f"only these operators (repeatable): {', '.join(OPERATORS)}")
     p.add_argument("--mutant", metavar="ID", action="append", default=[],
                    help="only the mutant with this id (repeatable; not with --sample or --seed)")
-    p.add_argument("--workers", metavar="W", type=positive, default=2,
-                   help="mutants run at once (default 2)")
+    p.add_argument("--workers", metavar="W", type=positive,
+                   help=f"mutants run at once (default {DEFAULT_WORKERS})")
     p.add_argument("--timeout", metavar="SEC", type=positive,
                    help="seconds one mutant may take (default: 4 x the unmutated run + 30)")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
@@ -83,8 +84,10 @@ def register(sub: Any, fmt: Any) -> None:
                    help="exit 1 if the score is below PCT percent")
     p.add_argument("--json", metavar="FILE", type=path_arg,
                    help="also write every outcome as JSON to FILE (never overwritten)")
-    p.add_argument("--list", action="store_true", help="list the sampled mutants and their diffs; run nothing")
-    p.add_argument("--no-diffs", action="store_true", help="list survivors without their diffs")
+    p.add_argument("--list", action="store_true", help="list the sampled mutants and their diffs; run nothing "
+                                                        "(so none of the flags of a run)")
+    p.add_argument("--no-diffs", action="store_true", help="list survivors (or, with --list, the mutants) without "
+                                                            "their diffs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_mutate)
 
@@ -123,9 +126,19 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
     if args.module:
         modules = [m for m in modules if any(fnmatch.fnmatch(m, g) for g in args.module)]
         if not modules:
-            raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}")
+            raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}; give a glob of "
+                             f"paths from the project's root, e.g. --module '{target.package}/*.py'")
     if args.json:     # before the run, not after it: it exists, is a link, or its directory is missing
         check_output(args.json, None, "--json")
+    if args.list:   # what only a run does: each was accepted and had no effect
+        given = [flag for flag, value in (("--json", args.json), ("--min-score", args.min_score),
+                                          ("--timeout", args.timeout), ("--workers", args.workers),
+                                          ("--spark-master", args.spark_master),
+                                          ("--engine", None if args.engine == "local" else args.engine)) if value]
+        if given:
+            raise UsageError(f"--list runs nothing, so {given[0]} has no effect; drop {given[0]}, or drop --list")
+    if args.workers is None:
+        args.workers = DEFAULT_WORKERS
     if args.list:
         return _measure(args, command, family, ref, name, target, root, modules, "")
     # Every mutant is a copy of one snapshot of the project, taken now: editing the
@@ -192,8 +205,9 @@ def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name
         for m in chosen:
             eq = equivalents.get(m.id)
             print(m.label + (f"  [equivalent: {eq}]" if eq else ""))
-            print("".join("    " + ln + "\n" for ln in m.diff((root / m.module).read_text()).splitlines()[2:]),
-                  end="")
+            if not args.no_diffs:
+                print("".join("    " + ln + "\n" for ln in m.diff((root / m.module).read_text()).splitlines()[2:]),
+                      end="")
         return EXIT_OK
 
     note = (lambda s: None) if args.quiet else (lambda s: print(f"mutate: {s}", file=sys.stderr, flush=True))
