@@ -47,7 +47,7 @@ from checker.cmdline import positive as _positive
 from checker.cmdline import resolve_config as _resolve_config
 from checker.cmdline import wrap as _wrap
 from checker.config import load_config_file, parse_set, resolve, suggest
-from checker.errors import ModelError, UsageError
+from checker.errors import ModelError, NoLongerFits, UsageError
 from checker.reduction import plan as reduction_plan
 from checker.errors import describe_exception as _exc
 from checker.liveness import CheckRun
@@ -452,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         _fail(" ".join(str(e).split("\n")), command, "error: ")
         return EXIT_USAGE
+    except NoLongerFits as e:
+        _fail(" ".join(str(e).split("\n")), command)
+        return EXIT_FAIL
     except ModelError as e:
         msg = str(e).strip()
         if msg.lower().startswith("model error:"):

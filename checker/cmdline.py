@@ -46,7 +46,7 @@ exit status:
        no longer fits the model / no longer shows its violation or witness,
        or cannot be re-checked: its property of another kind than the
        model's, an eventually one without a loop, a step one without a step
-       (replay)
+       (replay; explore and conform too when a trace no longer fits)
   2    bad input: unknown preset, key, property or model, a value out of
        range, a malformed config or trace file, a bad flag
   3    the model broke its contract (e.g. next_state raised, a state holds a set)

@@ -25,6 +25,12 @@ class UsageError(Exception):
     """Bad input from the user: exit status 2, one line, no traceback."""
 
 
+class NoLongerFits(Exception):
+    """A trace the model no longer takes (a step no longer enabled, a state no
+    longer derived, a config it no longer resolves): exit status 1, one line, as
+    ``kmc replay`` says; raised where a command cannot go on without the trace."""
+
+
 class ModelError(Exception):
     """The model violated the contract of checker.model while being explored."""
 

@@ -330,6 +330,12 @@ def test_kmc_explore_bad_input_is_one_line(tmp_path):
     one_line_error(kmc("explore", ZOMBIE, "--preset", "tiny", "--port", "0"), "carries its own configuration")
     one_line_error(kmc("explore", "--preset", "nope", "--port", "0"), "nope")
     one_line_error(kmc("explore", "--port", "70000"), "out of range")
+    # a trace the model no longer takes is exit 1, as kmc replay says, not bad input
+    stale = json.loads(ZOMBIE.read_text())
+    stale["steps"][2]["fingerprint"] = "0x" + "0" * 16
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    one_line_error(kmc("explore", tmp_path / "stale.json", "--port", "0"), "no longer fits the model", code=1)
+    assert kmc("replay", tmp_path / "stale.json").returncode == 1
     # An empty host would mean every interface to the socket layer, not the default.
     for host in ("", " \t"):
         line = one_line_error(kmc("explore", "--host", host, "--port", "0"), f"--host {host!r} names no address")

@@ -34,7 +34,7 @@ from checker.cmdline import (
     user_properties, user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
-from checker.errors import ModelError, UsageError
+from checker.errors import ModelError, NoLongerFits, UsageError
 from checker.explorer import Explorer, format_path, parse_path
 from checker.fingerprint import fingerprint, parse_fingerprint
 from checker.model import Property
@@ -98,8 +98,8 @@ def explorer_for(args: argparse.Namespace) -> tuple[Explorer, list[int] | None, 
         except ModelError as e:
             raise user_property_error(e, args.invariants) or e
         if not res.fits:
-            raise UsageError(f"trace '{args.trace}' no longer fits the model: {res.reason}; "
-                             f"kmc replay {args.trace} shows where")
+            raise NoLongerFits(f"trace '{args.trace}' no longer fits the model: {res.reason}; "
+                               f"kmc replay {args.trace} shows where")
         model = built()
         ex = Explorer(model, properties=model_properties(model) + loader(), config=trace.config, preset=trace.preset,
                       title=f"{model.name} {model.version}: {trace.property_name}")
