@@ -12,13 +12,16 @@ It sits below :mod:`checker.cli` and the command modules of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import math
 import os
 import re
 import shlex
+import signal
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -310,6 +313,26 @@ def percent(text: str) -> float:
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise argparse.ArgumentTypeError(f"expects a percentage from 0 to 100, got {shown!r}")
     return v
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt(what: str):
+    """Within the block, SIGTERM (a CI timeout, ``kill``, ``timeout``) stops the
+    command as Ctrl-C does: KeyboardInterrupt, whose ``finally`` blocks stop the
+    processes the command started, then exit 130 with ``what`` in the line.  Python's
+    default for SIGTERM ends the process at once, leaving them running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"terminated (SIGTERM): {what}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def path_arg(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,47 @@ def test_kmc_cluster_runs_faults_checks_and_validates(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "lost: 0" in r.stdout and "trace validated:" in r.stdout
     assert "at most one controller acted in each" in r.stdout
+
+
+@pytest.mark.cluster
+def test_sigterm_stops_kmc_cluster_and_every_process_it_started(tmp_path):
+    """SIGTERM (timeout, a CI limit) ended kmc cluster at once: the ZooKeeper servers
+    and the brokers went on running, one of them SIGSTOPped for good.  Now it stops
+    them as Ctrl-C does, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "checker", "cluster", "--seconds", "120", "--faults", "stop",
+                             "--dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parent.parent)
+    try:
+        for line in proc.stderr:
+            if "cluster up" in line:
+                break
+        time.sleep(4)           # into the first SIGSTOP of a broker
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "terminated (SIGTERM): the ZooKeeper ensemble and the brokers were stopped" in err
+
+    def ours():
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(run).encode() in cmdline:
+                found.append(pid)
+        return found
+
+    deadline = time.monotonic() + 30
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not ours(), "processes of the run are still running"

@@ -23,7 +23,9 @@ import sys
 import time
 from typing import Any
 
-from checker.cmdline import EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, nonneg, path_arg, positive, wrap
+from checker.cmdline import (
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, nonneg, path_arg, positive, sigterm_as_interrupt, wrap,
+)
 from checker.errors import UsageError
 from checker.imports import import_ref
 from checker.tracecheck import validate_observed
@@ -76,7 +78,8 @@ def cmd_cluster(args: Any, command: str) -> int:
     def progress(text: str) -> None:
         print(f"[{time.monotonic() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
 
-    result = run(options, progress)
+    with sigterm_as_interrupt("the ZooKeeper ensemble and the brokers were stopped"):
+        result = run(options, progress)
     print(f"kmc cluster: {family.name} cluster run in {result.directory}")
     for line in result.checks:
         print(f"  checked: {line}")

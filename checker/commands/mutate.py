@@ -19,9 +19,7 @@ import fnmatch
 import importlib.util
 import json
 import shutil
-import signal
 import sys
-import threading
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, fail, load_family, nonneg, path_arg, percent, positive, registered_models,
-    wrap,
+    sigterm_as_interrupt, wrap,
 )
 from checker.config import resolve
 from checker.errors import UsageError
@@ -146,23 +144,15 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
     # SIGTERM (a CI timeout, kill) stops the run as Ctrl-C does: the running children are
     # killed (they run in sessions of their own, out of reach of both signals) and the
     # scratch directory is removed.
-    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
-        else None
-    scratch = tempfile.mkdtemp(prefix="kmc-mutate-")
-    try:
-        snapshot = Path(scratch) / "snapshot"
-        shutil.copytree(root, snapshot, ignore=IGNORE, symlinks=True)
-        return _measure(args, command, family, ref, name, target, snapshot, modules, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        children_stopped()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt("terminated (SIGTERM): the running mutants were stopped and the scratch directory "
-                            "removed")
+    with sigterm_as_interrupt("the running mutants were stopped and the scratch directory removed"):
+        scratch = tempfile.mkdtemp(prefix="kmc-mutate-")
+        try:
+            snapshot = Path(scratch) / "snapshot"
+            shutil.copytree(root, snapshot, ignore=IGNORE, symlinks=True)
+            return _measure(args, command, family, ref, name, target, snapshot, modules, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+            children_stopped()
 
 
 def _measure(args: argparse.Namespace, command: str, family: Any, ref: str, name: str, target: Any, root: Path,
