@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
@@ -57,6 +56,7 @@ from checker.report import CheckPlan, Report
 from checker.result import INTERRUPTED, VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
+from checker.shellquote import shell_join
 from checker.trace import write_trace
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = shlex.join(["kmc", *argv])
+    command = shell_join(["kmc", *argv])
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

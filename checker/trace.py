@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from checker.errors import UsageError
 from checker.inputfile import read_input
 from checker.fingerprint import format_fingerprint
 from checker.model import Action, Model, Property
+from checker.shellquote import shell_join
 from checker.traceschema import first_problem, loads
 from checker.statediff import jsonable
 
@@ -93,7 +93,7 @@ def _fp_text(fp: int) -> str:
 
 
 def default_command() -> str:
-    return shlex.join(["kmc", *sys.argv[1:]])
+    return shell_join(["kmc", *sys.argv[1:]])
 
 
 def write_trace(directory: str | Path, *, family_ref: str, model: Model, config: Mapping[str, Any],

@@ -328,3 +328,17 @@ def test_a_file_url_names_the_local_directory_in_any_case(tmp_path):
     assert local_path("file://otherhost/ck") is None
     with pytest.raises(UsageError, match="does not exist"):
         check_directory(f"FILE://{tmp_path}/missing", "--resume", True)
+
+
+def test_the_reproduce_command_quotes_a_control_character_so_that_a_shell_reads_it_back(tmp_path):
+    """The one-line message printed a newline in an argument as \\n inside single
+    quotes, which a shell reads as a backslash and an n: another path."""
+    import subprocess
+
+    bad = tmp_path / "nl\nname.toml"
+    bad.write_text("brokers = nine\n")
+    line = cli_support.one_line_error(cli_support.kmc("check", "--config", bad), "not valid TOML")
+    command = line.rsplit("(reproduce: ", 1)[1][:-1]
+    assert "$'" in command
+    echoed = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]], capture_output=True)
+    assert echoed.stdout.split(b"\0")[:-1] == [b"check", b"--config", str(bad).encode()]
