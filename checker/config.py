@@ -254,7 +254,7 @@ def load_config_file(path: str | Path) -> ConfigFile:
     except OSError as e:
         raise UsageError(f"cannot read config file '{path}': {e.strerror or e}; check the path and its permissions") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")     # a byte-order mark, as some editors write, is no TOML
     except UnicodeDecodeError as e:
         raise UsageError(f"config file '{path}' is not UTF-8 text (byte {e.start}); save it as UTF-8 TOML") from None
     try:

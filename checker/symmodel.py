@@ -277,7 +277,7 @@ def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInv
     for n in names:
         if n not in known:
             raise UsageError(f"invariant {n!r} has no symbolic encoding{suggest(n, list(known))} "
-                             f"(encoded: {', '.join(known) or 'none'})")
+                             f"(encoded: {', '.join(known) or 'none'}); name one of those with --invariant NAME")
         if known[n] not in out:
             out.append(known[n])
     return out

@@ -80,7 +80,8 @@ class KafkaConfig:
                                  f"use 0..{self.partitions - 1}")
             if any(not 0 <= r < self.brokers for r in rar) or len(set(rar)) != len(rar):
                 raise ValueError(f"reassignments={self.reassignments!r}: {item!r} must list distinct broker "
-                                 f"ids in 0..{self.brokers - 1}")
+                                 f"ids in 0..{self.brokers - 1}; write e.g. reassignments=\"{p}:"
+                                 f"{','.join(str(b) for b in reversed(range(min(2, self.brokers))))}\"")
             out.append((p, rar))
         return tuple(out)
 

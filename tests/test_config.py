@@ -164,3 +164,10 @@ def test_a_number_is_written_in_ascii_digits_and_is_finite():
             coerce(p, text)
     with pytest.raises(UsageError, match="expects a number"):
         coerce(share, float("nan"))
+
+
+def test_a_byte_order_mark_is_read_as_the_start_of_utf8(tmp_path):
+    """Some editors write one; tomllib took it for an invalid statement at line 1."""
+    f = tmp_path / "bom.toml"
+    f.write_bytes(b"\xef\xbb\xbfbrokers = 2\n")
+    assert load_toml(f) == (None, {"brokers": 2})

@@ -485,6 +485,7 @@ def test_a_lemma_that_does_not_build_is_bad_input(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, words", [
     (["prove", "--invariant", "NoSuchThing"], "invariant 'NoSuchThing' has no symbolic encoding"),
+    (["prove", "--invariant", ""], "; name one of those with --invariant NAME"),
     (["prove", "--invariant", "LeaderInIsr", "--set", "max_records=1"], "data path"),
     (["prove", "--invariant", "LeaderInIsr", "--brokers", "2"], "replication_factor=3 exceeds brokers=2"),
     (["prove", "--invariant", "LeaderInIsr", "--lemmas", "no/such/file.py"], "lemmas file 'no/such/file.py' does not exist"),
