@@ -262,7 +262,7 @@ def test_conform_known_must_be_a_directory(tmp_path):
     # a config value: ASCII digits only; nan passed every range
     (["check", "--set", "brokers=1_0"], "config key 'brokers' expects an integer"),
     (["check", "--set", "brokers=\u0662"], "config key 'brokers' expects an integer"),
-    (["check", "--set", "reassignments=0:1,1"], "must list distinct broker ids in 0..1; write e.g. "
+    (["check", "--set", "reassignments=0:1,1"], "must list distinct broker ids in 0..2; write e.g. "
                                                 "reassignments=\"0:1,0\""),
     # an empty path named nothing: the output was skipped without a word, or the directory was '.'
     (["check", "--report", ""], "argument --report: expects a path, got ''"),
