@@ -28,7 +28,8 @@ from checker.errors import ModelError, UsageError
 
 EPILOG = """exit status:
   0    no violation within K steps (a bounded result, not a proof)
-  1    a violation: replayed on the explicit model and saved as a trace
+  1    a violation: replayed on the explicit model and saved as a trace; or z3
+       gave up (--timeout) before deciding, which is no result
   2    bad input: unknown property, preset, key or flag, a configuration the
        encoding does not cover
   3    the symbolic and explicit encodings disagree: the symbolic counterexample
