@@ -71,7 +71,30 @@ def loads(text: str) -> Any:
         raise ValueError(" ".join(str(e).split()).rstrip(".")) from None
     if too_deep(doc, MAX_DEPTH):
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    bad = unpaired_surrogate(doc)
+    if bad is not None:
+        raise ValueError(f"a string holds {bad}, an unpaired UTF-16 surrogate, which is no character")
     return doc
+
+
+def unpaired_surrogate(value: Any) -> str | None:
+    """The escape of the first lone surrogate in a string of ``value`` (a key too),
+    or None.  JSON's ``\\ud800`` escape makes one; the file's own text cannot, being
+    UTF-8.  Iterative, as :func:`too_deep`."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                return f"\\u{ord(v[e.start]):04x}"
+    return None
 
 
 def too_deep(value: Any, limit: int) -> bool:

@@ -178,6 +178,31 @@ def test_the_server_serves_the_page_its_files_and_json(server):
     assert get(server + "/../../etc/passwd")[0] == 404
 
 
+def test_a_request_for_another_host_name_is_refused(server):
+    """A page on another site whose name was re-bound to 127.0.0.1 (DNS rebinding)
+    sends its own name as Host: it must not read the model and the trace."""
+    port = server.rsplit(":", 1)[1]
+    for host, ok in (("evil.example", False), (f"evil.example:{port}", False), (f"localhost:{port}", True),
+                     (f"127.0.0.1:{port}", True), (f"[::1]:{port}", True), ("127.0.0.1", True)):
+        req = urllib.request.Request(server + "/api/page?path=0", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                status = r.status
+        except urllib.error.HTTPError as e:
+            status, body = e.code, json.loads(e.read())
+            assert "this machine only" in body["error"]
+        assert (status == 200) == ok, host
+
+
+def test_an_unexpected_error_is_a_json_500_not_a_dropped_connection(server, monkeypatch):
+    """A lone surrogate in a page's text raised UnicodeEncodeError in the handler:
+    no answer, and a traceback on the server's terminal."""
+    monkeypatch.setattr(Explorer, "page", lambda self, path, ahead=None: {"x": "\ud800"})
+    status, ctype, body = get(server + "/api/page?path=0")
+    assert status == 500 and "application/json" in ctype
+    assert json.loads(body)["error"] == "internal error of kmc: UnicodeEncodeError"
+
+
 def test_a_raising_property_is_an_error_on_the_page_not_a_dropped_connection():
     from checker.model import always
 
@@ -240,6 +265,23 @@ def test_kmc_explore_opens_a_trace_and_a_preset_in_one_command():
     finally:
         p.terminate()
         p.wait(30)
+
+
+def test_an_escape_sequence_in_a_trace_never_reaches_the_terminal(tmp_path):
+    """The property's name is in the line kmc explore prints when it starts: an
+    escape sequence in it set the window title, cleared the screen or hid the line."""
+    doc = json.loads(ZOMBIE.read_text())
+    doc["property"]["name"] = "\x1b]0;TITLE\x07\x1b[2JRED\rN"
+    (tmp_path / "esc.json").write_text(json.dumps(doc))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-m", "checker", "explore", str(tmp_path / "esc.json"), "--port", "0"],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+    finally:
+        p.terminate()
+        p.communicate(timeout=30)
+    assert b"serving on http://" in line and b"\x1b" not in line and b"\r" not in line, line
 
 
 @pytest.mark.parametrize("args", [("--preset", "zombie"), ("--model", "tests.toys:FAMILY", "--preset", "broken")],

@@ -224,6 +224,20 @@ def test_deeply_nested_json_is_one_line_everywhere(tmp_path):
     one_line(run(tmp_path, "spec.expand", p), "nested more than 100 levels deep", prefix="spec.expand: error: ")
 
 
+def test_an_unpaired_surrogate_is_refused_where_a_trace_is_read(tmp_path):
+    """JSON's \\ud800 escape makes a string that no UTF-8 output can hold: kmc replay
+    --html failed with an internal error, and kmc explore dropped the connection."""
+    doc = json.loads(next((ROOT / "traces" / "known").glob("ControllerEpochFencing-zombie-*.json")).read_text())
+    doc["preset"] = "PLACE"
+    p = tmp_path / "surrogate.json"
+    p.write_text(json.dumps(doc).replace("PLACE", "\\ud800"))
+    one_line(run(tmp_path, "checker", "replay", p, "--html", tmp_path / "x.html"),
+             "a string holds \\ud800, an unpaired UTF-16 surrogate")
+    assert not (tmp_path / "x.html").exists()
+    p.write_text(json.dumps(doc).replace("PLACE", "\\ud83d\\ude00"))     # a pair is a character
+    assert run(tmp_path, "checker", "replay", p).returncode == 0
+
+
 def test_truncated_json_says_where(tmp_path):
     p = tmp_path / "cut.json"
     p.write_text('{"format": "kmc-trace", "model": "abc')

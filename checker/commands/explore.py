@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import json
 import sys
 import tempfile
@@ -30,11 +31,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, path_arg, resolve_config, trace_family,
-    user_properties, user_property_error, wrap,
+    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, one_line, path_arg, resolve_config,
+    trace_family, user_properties, user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
 from checker.errors import ModelError, NoLongerFits, UsageError
+from checker.errors import describe_exception as _exc
 from checker.explorer import Explorer, format_path, parse_path
 from checker.fingerprint import fingerprint, parse_fingerprint
 from checker.model import Property
@@ -132,8 +134,24 @@ def path_trace(ex: Explorer, path: list[int], family_ref: str) -> str:
         return written.read_text(encoding="utf-8")
 
 
-def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = False) -> type:
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return host.lower() == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = False,
+                 local_host: str | None = None) -> type:
+    """``local_host``: the loopback address the server listens on.  A request must
+    then name this machine in its Host header: a page on another site whose name
+    was re-bound to 127.0.0.1 (DNS rebinding) names its own, and must not read the
+    model, the trace and the rationales."""
     trace_path = ex.trace_info["path"] if ex.trace_info else None
+    names = None if local_host is None else {*LOCAL_NAMES, local_host.lower().strip("[]")}
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "kmc-explore"
@@ -157,6 +175,14 @@ def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = Fals
             self._send(status, json.dumps(data, ensure_ascii=False).encode(), "application/json; charset=utf-8")
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if names is not None:
+                host = (self.headers.get("Host") or "").strip().lower()
+                name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] \
+                    if host.count(":") == 1 else host
+                if name not in names:
+                    self._json(421, {"error": f"this server answers requests for this machine only (Host "
+                                              f"{host!r}): open it as http://127.0.0.1:{self.server.server_port}/"})
+                    return
             url = urlparse(self.path)
             query = parse_qs(url.query)
             try:
@@ -182,13 +208,17 @@ def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = Fals
                 self._json(400, {"error": str(e)})
             except ModelError as e:
                 self._json(500, {"error": f"the model broke the checker's contract: {e}"})
+            except Exception as e:  # noqa: BLE001 - one request fails, not the server, and no stack is shown
+                print(one_line(f"kmc explore: internal error on {self.path[:200]}: {_exc(e)}"), file=sys.stderr)
+                self._json(500, {"error": f"internal error of kmc: {type(e).__name__}"})
 
     return Handler
 
 
 def serve(ex: Explorer, start: str, family_ref: str, host: str, port: int) -> ThreadingHTTPServer:
     try:
-        server = ThreadingHTTPServer((host, port), make_handler(ex, start, family_ref))
+        server = ThreadingHTTPServer((host, port), make_handler(ex, start, family_ref,
+                                                                local_host=host if is_loopback(host) else None))
     except OSError as e:
         hint = "choose another with --port N, or --port 0 for a free one" if port else "check --host"
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}; {hint}") from None
@@ -210,7 +240,8 @@ def cmd_explore(args: argparse.Namespace, command: str) -> int:
     host, port = server.server_address[:2]
     url = f"http://{host}:{port}/"
     what = f"trace {args.trace}" if args.trace else f"preset {ex.preset}" if ex.preset else "the configuration"
-    print(f"kmc explore: {ex.title}, {what}: serving on {url} (Ctrl-C to stop)", flush=True)
+    # one_line: the title comes from the trace, whose escape sequences must not reach the terminal
+    print(one_line(f"kmc explore: {ex.title}, {what}: serving on {url} (Ctrl-C to stop)"), flush=True)
     if args.open:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     try:
