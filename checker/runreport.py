@@ -15,6 +15,7 @@ enabled; and a link to each counterexample's own page (``kmc replay --html``).
 from __future__ import annotations
 
 import html
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -147,7 +148,10 @@ def render(r: Report) -> str:
         cls = "v-" + v.verdict.replace(" ", "-")
         link = ""
         if v.page:
-            link = f'<a href="{_e(v.page)}">{_e(v.detail or "trace")}</a><br><code>{_e(v.trace or "")}</code>'
+            # A relative URL of the file's name: '#', '?', '%' or a scheme ("javascript:x.html")
+            # in the name the user gave --report would read as URL syntax.
+            href = "./" + urllib.parse.quote(v.page)
+            link = f'<a href="{_e(href)}">{_e(v.detail or "trace")}</a><br><code>{_e(v.trace or "")}</code>'
         elif v.detail:
             link = _e(v.detail)
         p.append(f'<tr data-property="{_e(v.name)}"><td><code>{_e(v.name)}</code></td><td>{_e(v.kind)}</td>'

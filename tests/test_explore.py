@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -456,7 +457,7 @@ def test_check_report_and_junit(tmp_path):
     assert 'data-series="frontier"' in text and 'data-series="new"' in text and 'data-series="rate"' in text
     assert 'id="coverage"' in text and 'id="never-enabled"' in text
     page = next(tmp_path.glob("r-ControllerEpochFencing-zombie-*.html"))
-    assert f'href="{page.name}"' in text
+    assert f'href="./{page.name}"' in text
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     failure = cases["ControllerEpochFencing"].find("failure")
@@ -512,6 +513,19 @@ def test_check_outputs_are_refused_before_the_search(tmp_path):
     assert not (tmp_path / "r1.html").exists() and not (tmp_path / "ck").exists()
 
 
+def test_a_report_links_its_pages_whatever_characters_its_name_holds(tmp_path):
+    """The page's name came from --report's: 'r#1.html' linked to a fragment, and
+    'javascript:x.html' to a script URL."""
+    for name in ("r#1.html", "javascript:alert(1);x.html", "a%20b?.html"):
+        r = kmc("check", "--preset", "zombie", "--report", tmp_path / name, "--traces-dir", tmp_path / "t",
+                "--quiet", cwd=tmp_path)
+        assert r.returncode == 1, r.stdout + r.stderr
+        page = next(p for p in tmp_path.glob("*.html") if p.name.startswith(name[:-5] + "-"))
+        href = re.search(r'<a href="([^"]*)"', (tmp_path / name).read_text()).group(1)
+        assert href.startswith("./") and urllib.parse.unquote(href[2:]) == page.name, href
+        page.unlink()
+
+
 def test_check_report_page_that_exists_gets_a_free_name(tmp_path):
     """A counterexample page whose name is taken (was: exit 2 after the search, the
     violation's exit 1 and the report lost) goes to a free name, -2 as traces do, and
@@ -527,7 +541,7 @@ def test_check_report_page_that_exists_gets_a_free_name(tmp_path):
     assert r.returncode == 1 and "property violated: ControllerEpochFencing" in r.stderr, r.stdout + r.stderr
     page = tmp_path / f"r-{stem}-2.html"
     assert mine.read_text() == "what the user wrote" and "window.KMC_STATIC" in page.read_text()
-    assert f'href="{page.name}"' in (tmp_path / "r.html").read_text() and (tmp_path / "r.xml").exists()
+    assert f'href="./{page.name}"' in (tmp_path / "r.html").read_text() and (tmp_path / "r.xml").exists()
     said = " ".join(r.stdout.split())
     assert f"'{mine}' exists already and is kept as it is: the counterexample page of trace " in said
     assert f"is '{page}'" in said
@@ -538,7 +552,7 @@ def test_check_report_page_that_exists_gets_a_free_name(tmp_path):
             "--force")
     assert r.returncode == 1, r.stdout + r.stderr
     assert stat.S_ISFIFO(os.lstat(mine).st_mode) and "window.KMC_STATIC" in page.read_text()
-    assert not (tmp_path / f"r-{stem}-3.html").exists() and f'href="{page.name}"' in (tmp_path / "r.html").read_text()
+    assert not (tmp_path / f"r-{stem}-3.html").exists() and f'href="./{page.name}"' in (tmp_path / "r.html").read_text()
 
 
 def test_conform_and_prove_refuse_a_junit_that_is_an_input(tmp_path):
