@@ -15,6 +15,7 @@ import z3
 from checker.config import resolve
 from checker.graph import explore
 from checker.model import action
+from checker.bmc import FIRST_BOUND
 from checker.solver import FreshSolver
 from checker.symbolic import TransitionStep, bmc, confirm_cti, load_lemmas, prove, to_explicit
 from spec.config import KafkaConfig
@@ -318,6 +319,23 @@ def test_symmetry_breaking_keeps_the_shortest_violation(preset, prop, steps):
     assert with_sym.violation is not None and with_sym.violation.depth == steps
     without = bmc(s, steps, [prop], symmetry=False)
     assert without.violation is not None and without.violation.depth == steps
+
+
+def test_bmc_encodes_a_short_bound_first_and_doubles_it(monkeypatch):
+    """--steps 300 built an encoding for runs of 300 steps up front: a minute and
+    1.4 GB before zombie's violation at depth 4.  Now the bound starts at 8 and
+    doubles, each encoding checking only the depths past the last one's, and the
+    violation is the one --steps 4 finds."""
+    bounds = []
+    real = KafkaSymbolic.bounded
+    monkeypatch.setattr(KafkaSymbolic, "bounded", lambda self, steps: bounds.append(steps) or real(self, steps))
+    far = bmc(sym("zombie"), 300, ["ControllerEpochFencing"])
+    assert bounds == [FIRST_BOUND] == [8]
+    near = bmc(sym("zombie"), 4, ["ControllerEpochFencing"])
+    assert far.violation.depth == near.violation.depth == 4 and far.violation.actions == near.violation.actions
+    bounds.clear()
+    res = bmc(sym("zombie", zk_epoch_fencing=True), 9, ["ControllerEpochFencing"])
+    assert bounds == [8, 9] and res.violation is None and [d for d, _ in res.per_depth] == list(range(10))
 
 
 def test_bmc_with_every_fence_on_finds_nothing_within_the_bound():
