@@ -17,7 +17,6 @@ import importlib.metadata
 import math
 import os
 import re
-import shlex
 import signal
 import sys
 import textwrap
@@ -31,6 +30,7 @@ from checker.errors import describe_exception as _exc
 from checker.imports import import_ref
 from checker.invariants import NotABool, load_all
 from checker.model import ModelFamily, Property
+from checker.shellquote import shell_quote
 from checker.staterender import fill
 from checker.staterender import width as terminal_width
 from checker.traceschema import shown
@@ -154,7 +154,7 @@ def config_family(model: str | None, file_cfg: Any) -> tuple[Any, str]:
         known = ", ".join(models) or "none"
         raise UsageError(f"{file_cfg.where('model')} names model family {shown(named, 60)}, which is not a "
                          f"registered model (registered: {known}); kmc never imports a module a config file "
-                         f"names: pass --model {shlex.quote(named)} on the command line instead")
+                         f"names: pass --model {shell_quote(named)} on the command line instead")
     try:
         return load_family(ref)
     except UsageError as e:
@@ -172,8 +172,8 @@ def reopen_args(trace_path: str, family_ref: str, invariants: Sequence[str] = ()
     "'traces/a b.json' --model tests.toys:FAMILY --invariants 'my inv.py'"
     """
     registered = registered_name(family_ref) in registered_models()
-    return (shlex.quote(trace_path) + ("" if registered else f" --model {shlex.quote(family_ref)}")
-            + "".join(f" --invariants {shlex.quote(str(f))}" for f in invariants))
+    return (shell_quote(trace_path) + ("" if registered else f" --model {shell_quote(family_ref)}")
+            + "".join(f" --invariants {shell_quote(str(f))}" for f in invariants))
 
 
 def build_model(family: Any, config: Mapping[str, Any]) -> Any:
@@ -273,16 +273,16 @@ def resolve_config(args: argparse.Namespace, family: Any, file_cfg: Any) -> tupl
 MAX_FLAG = 10 ** 18
 
 
-def at_least(text: str, low: int, high: int = MAX_FLAG) -> int:
-    """An argparse type: a whole number from ``low`` to ``high``; the message names
-    the bound the flag has (">= 1" for a count, not ">= 0")."""
+def at_least(text: str, low: int, high: int | None = MAX_FLAG) -> int:
+    """An argparse type: a whole number from ``low`` to ``high`` (None: no upper
+    bound); the message names the bound the flag has (">= 1" for a count, not ">= 0")."""
     if not WHOLE_NUMBER.fullmatch(text.strip()):
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise argparse.ArgumentTypeError(f"expects a whole number >= {low}, got {shown!r}")
     v = int(text)
     if v < low:
         raise argparse.ArgumentTypeError(f"expects a number >= {low}, got {v}")
-    if v > high:
+    if high is not None and v > high:
         shown = str(v) if len(str(v)) <= 40 else str(v)[:37] + "..."
         raise argparse.ArgumentTypeError(f"expects a number from {low} to {high}, got {shown}")
     return v
@@ -302,11 +302,14 @@ def deadlock_flags(properties: list[str] | None, no_deadlock: bool) -> None:
                          "drop one of the two")
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})")     # ASCII, as WHOLE_NUMBER
+
+
 def percent(text: str) -> float:
     """An argparse type: a percentage, a finite number from 0 to 100 (``nan`` would
     compare false with every score, and make a gate that always passes)."""
     try:
-        v = float(text)
+        v = float(text) if _DECIMAL.fullmatch(text.strip()) else math.nan
     except ValueError:
         v = math.nan
     if not 0 <= v <= 100:
@@ -326,6 +329,8 @@ def sigterm_as_interrupt(what: str):
         return
 
     def stop(signum: int, frame: Any) -> None:
+        # A second SIGTERM (some runners send two) must not cut the cleanup short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt(f"terminated (SIGTERM): {what}")
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -338,13 +343,18 @@ def sigterm_as_interrupt(what: str):
 def path_arg(text: str) -> str:
     """An argparse type for a file or directory: an empty name names none (it was
     read as the current directory, or left the option out without a word)."""
-    if not text.strip():
+    if not text:
         raise argparse.ArgumentTypeError(f"expects a path, got {text!r}")
     return text
 
 
 def nonneg(text: str) -> int:
     return at_least(text, 0)
+
+
+def seed(text: str) -> int:
+    """A random seed: an id, not a count, so any size (a clock's nanoseconds, 2^64 - 1)."""
+    return at_least(text, 0, None)
 
 
 def positive(text: str) -> int:

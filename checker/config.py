@@ -89,8 +89,9 @@ def _example(p: Any, style: str = "set") -> str:
 
 
 # A whole number as text: ASCII digits only (int() also takes '1_0' and other
-# scripts' digits, which a user who wrote them did not mean as a count).
-WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+# scripts' digits, which a user who wrote them did not mean as a count), and at most
+# a thousand of them (int() refuses more than 4300 with an error of its own).
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,1000}")
 
 
 def coerce(p: Any, value: Any, style: str = "set") -> Any:
@@ -99,6 +100,8 @@ def coerce(p: Any, value: Any, style: str = "set") -> Any:
     example fix is a ``--set`` flag or (``style="toml"``) a TOML line."""
     kind = p.type
     shown = repr(value) if isinstance(value, str) else _show(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
     if kind is bool:
         if isinstance(value, bool):
             v = value

@@ -9,7 +9,6 @@ and *not checked* (with the reason) when the search stopped before it could say.
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -20,6 +19,7 @@ from checker.model import EVENTUALLY, SOMETIMES, Property
 from checker.output import write_beside, write_output
 from checker.runreport import PropertyVerdict, Report, render
 from checker.result import DEADLOCK, CheckResult
+from checker.shellquote import shell_quote
 from checker.trace import load_trace
 from checker.tracehtml import trace_page
 
@@ -119,7 +119,7 @@ def check_junit(path: str, force: bool, *, suite: str, classname: str, result: C
     cases = []
     for v in verdicts(result, props, check_deadlock, live, traces):
         if v.verdict in ("violated", "not reached"):
-            again = ((shlex.quote(v.trace) if family_ref is None else reopen_args(v.trace, family_ref, invariants))
+            again = ((shell_quote(v.trace) if family_ref is None else reopen_args(v.trace, family_ref, invariants))
                      if v.trace else "")
             replay = f"\nreplay it: kmc replay {again}\nexplore it: kmc explore {again}" if v.trace else ""
             cases.append(Case(v.name, classname, failure=f"{v.name} {v.verdict}: {v.detail}",

@@ -15,6 +15,7 @@ enabled; and a link to each counterexample's own page (``kmc replay --html``).
 from __future__ import annotations
 
 import html
+import os
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -150,7 +151,7 @@ def render(r: Report) -> str:
         if v.page:
             # A relative URL of the file's name: '#', '?', '%' or a scheme ("javascript:x.html")
             # in the name the user gave --report would read as URL syntax.
-            href = "./" + urllib.parse.quote(v.page)
+            href = "./" + urllib.parse.quote(os.fsencode(v.page))     # the name's bytes, as on disk
             link = f'<a href="{_e(href)}">{_e(v.detail or "trace")}</a><br><code>{_e(v.trace or "")}</code>'
         elif v.detail:
             link = _e(v.detail)

@@ -15,6 +15,7 @@ is written in bash's ``$'...'`` quoting instead, whose escapes the shell decodes
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Iterable
 
@@ -31,9 +32,14 @@ def shell_quote(arg: str) -> str:
         elif c.isprintable():
             out.append(c)
         else:
-            code = ord(c)
-            # \xHH is a byte in bash: past ASCII, the character's own escape
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            # The bytes the name has on disk, as \xHH: bash's \u escapes depend on the
+            # locale, and a name that is not UTF-8 reaches Python as a surrogate
+            # (\udcff) whose bytes are the file system's, not \u's.
+            try:
+                raw = os.fsencode(c)
+            except UnicodeEncodeError:      # a lone surrogate that names no byte
+                raw = c.encode("utf-8", "surrogatepass")
+            out.append("".join(f"\\x{b:02x}" for b in raw))
     return "$'" + "".join(out) + "'"
 
 

@@ -270,14 +270,15 @@ def step_violation(inv: SymInvariant, step: TransitionStep) -> z3.BoolRef:
 
 
 
-def select_invariants(model: SymbolicModel, names: Sequence[str]) -> list[SymInvariant]:
-    """The model's invariants named in ``names`` (UsageError for an unknown one)."""
+def select_invariants(model: SymbolicModel, names: Sequence[str], flag: str = "--invariant") -> list[SymInvariant]:
+    """The model's invariants named in ``names`` (UsageError for an unknown one,
+    whose fix names the command's ``flag``)."""
     known = {inv.name: inv for inv in model.invariants()}
     out = []
     for n in names:
         if n not in known:
             raise UsageError(f"invariant {n!r} has no symbolic encoding{suggest(n, list(known))} "
-                             f"(encoded: {', '.join(known) or 'none'}); name one of those with --invariant NAME")
+                             f"(encoded: {', '.join(known) or 'none'}); name one of those with {flag} NAME")
         if known[n] not in out:
             out.append(known[n])
     return out

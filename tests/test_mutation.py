@@ -133,7 +133,7 @@ def test_the_baseline_in_stretches_records_what_one_process_records(toy, tmp_pat
     the baseline."""
     from checker.config import resolve
     from checker.mutation import OPERATORS, collect
-    from checker.mutation_run import SURVIVED, Run, baseline, plan, prepare_conform
+    from checker.mutation_run import KILLED, SURVIVED, Run, baseline, plan, prepare_conform
 
     monkeypatch.syspath_prepend(str(toy))
     before = set(sys.modules)
@@ -162,17 +162,20 @@ def test_the_baseline_in_stretches_records_what_one_process_records(toy, tmp_pat
     mutants = collect(toy, ["toyimpl/counter.py"], OPERATORS, validate=False)
     plans = [plan(Run(toy, job, mutants, baseline=b["seconds"]), b["coverage"]) for b in (one, two)]
     assert {m: u for m, (u, _) in plans[0].items()} == {m: u for m, (u, _) in plans[1].items()}
-    # a failure in the second stretch fails the baseline
+    # a failure in the second stretch only (the run "three": Inc from 2 adds 2) fails the
+    # baseline, where one process says it fails
     src = toy / "toyimpl" / "counter.py"
-    src.write_text(src.read_text().replace("self.n = 0\n        self.resets", "self.n = 1\n        self.resets"))
-    bad = baseline(Run(toy, job, [], workers=2), str(scratch), str(job_path))
-    assert bad["verdict"] != SURVIVED and bad["processes"] == 2
+    src.write_text(src.read_text().replace("self.n += 1", "self.n += 1 if self.n < 2 else 2"))
+    bad, alone = (baseline(Run(toy, job, [], workers=w), str(scratch), str(job_path)) for w in (2, 1))
+    assert bad["verdict"] == alone["verdict"] == KILLED and bad["processes"] == 2
+    assert bad["where"] == alone["where"] and bad["where"].startswith("three"), bad
 
 
 def test_a_json_file_that_is_a_dangling_link_is_refused_up_front(toy):
     """Path.exists() follows the link: the run went on, and open(..., "x") failed at its end."""
     (toy / "out.json").symlink_to(toy / "nowhere.json")
-    r = cli_support.kmc("mutate", *MODEL, "--json", "out.json", "--list", cwd=toy)
+    # (a --mutant that does not exist: the run would stop there, after the check)
+    r = cli_support.kmc("mutate", *MODEL, "--json", "out.json", "--mutant", "m-00000000", cwd=toy)
     cli_support.one_line_error(r, "--json 'out.json' is a symbolic link", reproduce="kmc mutate")
     assert (toy / "out.json").is_symlink() and not (toy / "nowhere.json").exists()
 
@@ -180,7 +183,7 @@ def test_a_json_file_that_is_a_dangling_link_is_refused_up_front(toy):
 def test_a_json_file_in_a_missing_directory_is_refused_up_front(toy):
     # Before, only an existing file was refused up front: a missing directory failed
     # with a traceback at the end of the run.
-    r = cli_support.kmc("mutate", *MODEL, "--json", "nodir/out.json", "--list", cwd=toy)
+    r = cli_support.kmc("mutate", *MODEL, "--json", "nodir/out.json", "--mutant", "m-00000000", cwd=toy)
     cli_support.one_line_error(r, "cannot write --json 'nodir/out.json': directory", reproduce="kmc mutate")
 
 
@@ -227,6 +230,7 @@ def test_the_gate_runs_its_own_sample_and_corpus_and_fails_below_its_level(toy):
     # --list runs nothing: these were accepted and had no effect (--json wrote no file)
     (["--list", "--json", "out.json"], "--list runs nothing, so --json has no effect; drop --json, or drop --list"),
     (["--list", "--min-score", "50"], "so --min-score has no effect"),
+    (["--list", "--min-score", "0"], "so --min-score has no effect"),
     (["--list", "--workers", "3"], "so --workers has no effect"),
     (["--list", "--timeout", "9"], "so --timeout has no effect"),
     (["--list", "--engine", "spark"], "so --engine has no effect"),

@@ -513,6 +513,7 @@ def test_a_lemma_that_does_not_build_is_bad_input(tmp_path, capsys):
     (["bmc", "--preset", "zombie"], "--steps"),
     (["bmc", "--steps", "0"], "expects a number >= 1"),
     (["bmc", "--steps", "3", "--property", "Nope"], "invariant 'Nope' has no symbolic encoding"),
+    (["bmc", "--steps", "3", "--property", "Nope"], "; name one of those with --property NAME"),
     (["bmc", "--steps", "3", "--preset", "nope"], "unknown preset 'nope'"),
     (["bmc", "--steps", "1", "--brokers", "3", "--set", "brokers=2"], "--brokers 3 and --set brokers=2 disagree"),
 ])

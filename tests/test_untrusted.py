@@ -280,7 +280,13 @@ def test_conform_known_must_be_a_directory(tmp_path):
                                                 "reassignments=\"0:1,0\""),
     # an empty path named nothing: the output was skipped without a word, or the directory was '.'
     (["check", "--report", ""], "argument --report: expects a path, got ''"),
-    (["check", "--traces-dir", " "], "argument --traces-dir: expects a path, got ' '"),
+    (["check", "--traces-dir", ""], "argument --traces-dir: expects a path, got ''"),
+    (["explore", ""], "argument TRACE: expects a path, got ''"),
+    # a seed is an id: any size; a count is at most 10^18, and at most a thousand digits long
+    (["check", "--max-states", "1" * 5000], "--max-states: expects a whole number >= 1, got '1111"),
+    (["check", "--set", "brokers=" + "1" * 5000], "config key 'brokers' expects an integer in 1..16, got '111"),
+    (["mutate", "--list", "--min-score", "5_0"], "--min-score: expects a percentage from 0 to 100, got '5_0'"),
+    (["explore", "--port", "8_080"], "--port: expects a whole number >= 0, got '8_080'"),
     (["replay", "traces/known/ControllerEpochFencing-zombie-86b9dc15.json", "--html", ""], "--html: expects a path"),
     (["prove", "--preset", "tiny", "--junit", ""], "--junit: expects a path"),
     (["conform", "--preset", "tiny", "--junit", ""], "--junit: expects a path"),
@@ -358,3 +364,25 @@ def test_the_reproduce_command_quotes_a_control_character_so_that_a_shell_reads_
     assert "$'" in command
     echoed = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]], capture_output=True)
     assert echoed.stdout.split(b"\0")[:-1] == [b"check", b"--config", str(bad).encode()]
+
+
+@pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
+def test_a_quoted_argument_reads_back_as_its_bytes_in_any_locale(locale):
+    """bash's \\u escapes depend on the locale, and a file name that is not UTF-8
+    reaches Python as a surrogate (\\udcff), which \\u wrote as other bytes."""
+    import subprocess
+
+    from checker.shellquote import shell_join
+
+    names = ["nl\nname", "x\x85y", "esc\x1b[31m", "q'uote\\", "tab\there", "plain", os.fsdecode(b"r\xff.html"),
+             "line\u2028sep", "$(touch x)`y`"]
+    for name in names:
+        out = subprocess.run(["bash", "-c", shell_join(["printf", "%s", name])], capture_output=True,
+                             env=dict(os.environ, LC_ALL=locale)).stdout
+        assert out == os.fsencode(name), (name, shell_join([name]))
+
+
+def test_a_seed_may_be_any_size():
+    """A seed is an id, not a count: a clock's nanoseconds or 2^64 - 1 is a seed."""
+    r = cli_support.kmc("simulate", "--preset", "tiny", "--walks", "1", "--seed", str(2 ** 64 - 1), "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -70,7 +70,7 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
     encoded = [inv.name for inv in sym.invariants()]
     if args.property:
         names = list(dict.fromkeys(args.property))
-        select_invariants(sym, names)
+        select_invariants(sym, names, "--property")
         for n in names:
             if n not in explicit:
                 raise UsageError(f"property {n!r} is not declared by the explicit model in this configuration, "

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, nonneg, path_arg, positive, sigterm_as_interrupt, wrap,
+    EXIT_CODES, EXIT_FAIL, EXIT_OK, load_family, path_arg, positive, seed, sigterm_as_interrupt, wrap,
 )
 from checker.errors import UsageError
 from checker.imports import import_ref
@@ -48,7 +48,7 @@ def register(sub: Any, fmt: Any) -> None:
                    help="comma-separated fault kinds to draw from (Kafka: kill, stop, zk, restart; default kill,stop)")
     p.add_argument("--seconds", metavar="S", type=positive, default=60,
                    help="how long to keep injecting faults (default 60)")
-    p.add_argument("--seed", metavar="N", type=nonneg, default=0, help="seed of the fault choices (default 0)")
+    p.add_argument("--seed", metavar="N", type=seed, default=0, help="seed of the fault choices (default 0)")
     p.add_argument("--dir", metavar="DIR", type=path_arg,
                    help="where the run's logs go (default: a new temporary folder)")
     p.add_argument("--broken", metavar="KIND",

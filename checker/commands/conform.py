@@ -13,7 +13,6 @@ longer fits the model); 2: bad input; 3: the model broke its contract.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
 from checker.errors import describe_exception as _exc
+from checker.shellquote import shell_quote
 
 DEFAULT_DEPTH = 50
 PROGRESS_SECONDS = 2.0
@@ -184,7 +184,7 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
 
     if case["unfit"] is not None:
         print(f"{path}: {case['unfit']}")
-        _fail(args, f"trace '{path}' no longer fits the model: {case['unfit']}; see kmc replay {shlex.quote(path)}",
+        _fail(args, f"trace '{path}' no longer fits the model: {case['unfit']}; see kmc replay {shell_quote(path)}",
               command)
         return EXIT_FAIL
     trace, model = case["trace"], case["model"]
@@ -194,20 +194,20 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     n = len(actions)
     if init is None:
         print(f"{path}: the recorded initial state is not an initial state of the model, which has several")
-        _fail(args, f"trace '{path}' no longer fits the model at step 0; see kmc replay {shlex.quote(path)}", command)
+        _fail(args, f"trace '{path}' no longer fits the model at step 0; see kmc replay {shell_quote(path)}", command)
         return EXIT_FAIL
     try:
         states = harness.model_path(actions, init)
     except NotInModel as e:
         print(f"{path}: {e}")
-        _fail(args, f"trace '{path}' no longer fits the model ({e}); see kmc replay {shlex.quote(path)}", command)
+        _fail(args, f"trace '{path}' no longer fits the model ({e}); see kmc replay {shell_quote(path)}", command)
         return EXIT_FAIL
     stale = next((i for i, (s, rec) in enumerate(zip(states, trace.steps))
                   if format_fingerprint(fingerprint(model, s)).lower() != rec.fingerprint), None)
     d = harness.run(actions, init, source=path)
     if stale is not None:
         print(f"warning: {path}: from step {stale} the model no longer derives the recorded states "
-              f"(kmc replay {shlex.quote(path)} shows why); checked against the model as it is now")
+              f"(kmc replay {shell_quote(path)} shows why); checked against the model as it is now")
     if d is None:
         print(f"{path}: conforms ({n} step{'s' if n != 1 else ''})")
         return EXIT_OK
@@ -249,7 +249,7 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     else:
         path = save(harness, small, args.traces_dir, family_ref=ref, preset=preset, label=label, command=command)
     small.trace_path = str(path)
-    small.command = f"kmc conform {shlex.quote(str(path))}"
+    small.command = f"kmc conform {shell_quote(str(path))}"
     print()
     print(small.render())
     print()
@@ -327,7 +327,7 @@ def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress)
             _, d = next(runs)
         except NotInModel as e:
             print(f"{source}: {e}")
-            _fail(args, f"trace '{source}' no longer fits the model ({e}); see kmc replay {shlex.quote(source)}", command)
+            _fail(args, f"trace '{source}' no longer fits the model ({e}); see kmc replay {shell_quote(source)}", command)
             return EXIT_FAIL
         if d is not None:
             d.source = source

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from checker.cmdline import (
-    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, one_line, path_arg, resolve_config,
+    EXIT_CODES, EXIT_OK, build_model, config_family, model_properties, nonneg, one_line, path_arg, resolve_config,
     trace_family, user_properties, user_property_error, wrap,
 )
 from checker.config import load_config_file, parse_set, resolve
@@ -58,7 +58,7 @@ def register(sub: Any, fmt: Any) -> None:
                           "states by clicking enabled actions, see each state with what changed highlighted, "
                           "go back, copy a link to the path, download it as a trace. With TRACE, step "
                           "through a saved trace. Stop with Ctrl-C."))
-    p.add_argument("trace", nargs="?", metavar="TRACE", help="a saved trace to open (kmc check wrote it)")
+    p.add_argument("trace", nargs="?", metavar="TRACE", type=path_arg, help="a saved trace to open (kmc check wrote it)")
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
     p.add_argument("--preset", metavar="P", help="configuration preset (default: the family's default preset)")
     p.add_argument("--config", metavar="FILE.toml", type=path_arg,
@@ -68,8 +68,10 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--invariants", metavar="FILE.py", type=path_arg, action="append", default=[],
                    help="also show the properties defined in this Python file; a trace of one of them needs it "
                         "(repeatable; a file a trace records is never run)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: every interface)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only, for requests that name it; "
+                        "0.0.0.0: every interface, for any name, with no guard against DNS rebinding)")
+    p.add_argument("--port", type=nonneg, default=DEFAULT_PORT,
                    help=f"port to listen on (default: {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=cmd_explore)
@@ -180,8 +182,9 @@ def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = Fals
                 name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] \
                     if host.count(":") == 1 else host
                 if name not in names:
+                    at = self.server.server_address[0]
                     self._json(421, {"error": f"this server answers requests for this machine only (Host "
-                                              f"{host!r}): open it as http://127.0.0.1:{self.server.server_port}/"})
+                                              f"{host!r}): open it as http://{at}:{self.server.server_port}/"})
                     return
             url = urlparse(self.path)
             query = parse_qs(url.query)

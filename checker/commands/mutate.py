@@ -27,7 +27,7 @@ from typing import Any
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, fail, load_family, nonneg, path_arg, percent, positive, registered_models,
-    sigterm_as_interrupt, wrap,
+    seed, sigterm_as_interrupt, wrap,
 )
 from checker.config import resolve
 from checker.errors import UsageError
@@ -59,7 +59,7 @@ def register(sub: Any, fmt: Any) -> None:
     p.add_argument("--model", metavar="NAME|module:attr", help="model family (default: the registered model)")
     p.add_argument("--sample", metavar="N", type=nonneg,
                    help=f"mutants to run, a seeded sample of all of them (default {DEFAULT_SAMPLE}; 0: all)")
-    p.add_argument("--seed", metavar="S", type=nonneg,
+    p.add_argument("--seed", metavar="S", type=seed,
                    help=f"seed of the sample (default {DEFAULT_SEED})")
     p.add_argument("--gate", action="store_true",
                    help="the target's CI gate: its sample size and seed, its corpus (the cheapest runs) and its "
@@ -126,15 +126,16 @@ def cmd_mutate(args: argparse.Namespace, command: str) -> int:
         if not modules:
             raise UsageError(f"no module of {target.package}/ matches {', '.join(args.module)}; give a glob of "
                              f"paths from the project's root, e.g. --module '{target.package}/*.py'")
-    if args.json:     # before the run, not after it: it exists, is a link, or its directory is missing
-        check_output(args.json, None, "--json")
     if args.list:   # what only a run does: each was accepted and had no effect
         given = [flag for flag, value in (("--json", args.json), ("--min-score", args.min_score),
                                           ("--timeout", args.timeout), ("--workers", args.workers),
                                           ("--spark-master", args.spark_master),
-                                          ("--engine", None if args.engine == "local" else args.engine)) if value]
+                                          ("--engine", None if args.engine == "local" else args.engine))
+                 if value is not None]
         if given:
             raise UsageError(f"--list runs nothing, so {given[0]} has no effect; drop {given[0]}, or drop --list")
+    if args.json:     # before the run, not after it: it exists, is a link, or its directory is missing
+        check_output(args.json, None, "--json")
     if args.workers is None:
         args.workers = DEFAULT_WORKERS
     if args.list:

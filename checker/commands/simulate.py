@@ -25,8 +25,8 @@ from typing import Any, TextIO
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_family, config_text, count,
-    deadlock_flags, fail, model_properties, nonneg, path_arg, positive, reopen_args, resolve_config,
-    user_properties, user_property_error, wrap,
+    deadlock_flags, fail, model_properties, path_arg, positive, reopen_args, resolve_config, seed, user_properties,
+    user_property_error, wrap,
 )
 from checker.errors import ModelError, UsageError
 
@@ -55,7 +55,7 @@ def register(sub: Any, fmt: Any) -> None:
                    help="also check the properties defined in this Python file (repeatable)")
     p.add_argument("--property", metavar="NAME", action="append", default=[],
                    help="check only this property (repeatable; Deadlock names the deadlock check)")
-    p.add_argument("--seed", metavar="N", type=nonneg, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", metavar="N", type=seed, default=0, help="random seed (default 0)")
     p.add_argument("--walks", metavar="N", type=positive,
                    help=f"walks to run, at most (default {DEFAULT_WALKS}; with --stateful, no limit)")
     p.add_argument("--max-steps", metavar="N", type=positive, default=DEFAULT_MAX_STEPS,
