@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from checker.spark.session import CDS_STALE, JVM_LOG_OPTIONS, ClassData, conf_items
+from checker.spark.session import CDS_STALE, CDS_UNUSED, JVM_LOG_OPTIONS, ClassData, conf_items
 
 
 def test_the_first_run_writes_the_archive_and_later_runs_map_it(tmp_path, monkeypatch):
@@ -54,6 +54,24 @@ def test_an_archive_left_unfinished_long_ago_is_removed(tmp_path, monkeypatch):
     os.utime(old, (then, then))
     ClassData()
     assert not old.exists() and new.exists()
+
+
+def test_an_archive_no_run_has_used_for_a_month_is_removed_by_a_run_that_writes_one(tmp_path, monkeypatch):
+    """Each checkout's pyspark has an archive of its own (90 MB): they piled up."""
+    monkeypatch.setenv("KMC_CACHE_DIR", str(tmp_path))
+    final = ClassData().final
+    final.unlink(missing_ok=True)
+    then = time.time() - CDS_UNUSED - 60
+    unused, recent = tmp_path / "spark-classes-0000000000000000.jsa", tmp_path / "spark-classes-1111111111111111.jsa"
+    for p in (unused, recent, final):
+        p.write_bytes(b"classes")
+        os.utime(p, (then, then))
+    ClassData()                          # maps ``final``: marks it used, writes nothing, removes nothing
+    assert unused.exists() and time.time() - final.stat().st_mtime < 60
+    os.utime(recent, None)
+    final.unlink()
+    ClassData()                          # writes a new one: the one unused for a month goes
+    assert not unused.exists() and recent.exists()
 
 
 # Stands in for the JVM's side of the protocol: it runs until its stdin closes, then

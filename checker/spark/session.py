@@ -174,6 +174,7 @@ LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Spark's log (``_JvmStderr``), never to the driver's stdout.
 JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"
 CDS_STALE = 3600.0   # seconds after which an unfinished archive (its JVM was killed) is removed
+CDS_UNUSED = 30 * 86400.0   # seconds after which an archive no run has mapped is removed
 
 
 class ClassData:
@@ -190,7 +191,9 @@ class ClassData:
     also carries the Java binary, pyspark's version and the JVM options, so that a
     new Java or pyspark writes a new one.  ``KMC_SPARK_CDS=0`` turns it off;
     ``KMC_CACHE_DIR`` (default ``$XDG_CACHE_HOME/kmc`` or ``~/.cache/kmc``) is where
-    it lives (about 90 MB)."""
+    it lives (about 90 MB).  Each checkout's pyspark, and each new Java or pyspark,
+    has an archive of its own, so a run marks the one it maps as used, and a run
+    that writes one removes those no run has used for ``CDS_UNUSED`` seconds."""
 
     def __init__(self) -> None:
         self.options = ""
@@ -204,6 +207,10 @@ class ClassData:
                 return
             if self.final.is_file():
                 self.options = f"-XX:SharedArchiveFile={self.final}"
+                try:
+                    os.utime(self.final)    # used: see _remove_stale
+                except OSError:
+                    pass
                 return
             self.final.parent.mkdir(parents=True, exist_ok=True)
             self._remove_stale()
@@ -237,6 +244,14 @@ class ClassData:
         for old in self.final.parent.glob(f"{self.final.stem}.*.part"):
             try:
                 if now - old.stat().st_mtime > CDS_STALE:
+                    old.unlink()
+            except OSError:
+                pass
+        # The archives of other checkouts, Javas or pysparks that no run has mapped
+        # for a while: 90 MB each, which nothing else would ever remove.
+        for old in self.final.parent.glob("spark-classes-*.jsa"):
+            try:
+                if old != self.final and now - old.stat().st_mtime > CDS_UNUSED:
                     old.unlink()
             except OSError:
                 pass
