@@ -14,10 +14,11 @@ import argparse
 import sys
 
 from checker.bfs import replay_path
-from checker.cmdline import one_line
+from checker.cmdline import one_line, path_arg
 from checker.config import resolve
 from checker.errors import ModelError, UsageError
 from checker.result import Violation
+from checker.shellquote import shell_join
 from checker.trace import load_trace, write_trace
 from spec.atomic import expand
 from spec.family import FAMILY
@@ -62,7 +63,7 @@ def expand_trace(path: str, traces_dir: str) -> str:
     label = f"{trace.preset}-expanded" if trace.preset else "expanded"
     return str(write_trace(traces_dir, family_ref=trace.family_ref, model=full, config=full_config,
                            preset=None, violation=violation, label=label,
-                           command=f"python -m spec.expand {path} --traces-dir {traces_dir}"))
+                           command="python -m spec.expand " + shell_join([path, "--traces-dir", traces_dir])))
 
 
 def main(argv=None) -> int:
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
     Exit 0 with the saved path, or 2 with one line on stderr for any bad input
     (a missing argument, a malformed trace, a trace the model no longer derives)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m spec.expand", *argv])
+    command = "python -m spec.expand " + shell_join(argv) if argv else "python -m spec.expand"
 
     def fail(message: str) -> int:
         sys.stdout.flush()
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
     p = Parser(prog="python -m spec.expand", allow_abbrev=False,
                description="Expand an atomic-controller trace into a trace of the full model.")
     p.add_argument("trace", help="a trace of a run with atomic_controller=true (kmc check wrote it)")
-    p.add_argument("--traces-dir", default="traces", help="where the expanded trace is saved (default: traces/)")
+    p.add_argument("--traces-dir", default="traces", type=path_arg, help="where the expanded trace is saved (default: traces/)")
     try:
         args = p.parse_args(argv)
         out = expand_trace(args.trace, args.traces_dir)

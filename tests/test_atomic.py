@@ -112,6 +112,12 @@ def test_expand_refuses_a_trace_of_the_full_model(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "atomic_controller=true" in err and "reproduce: python -m spec.expand" in err
     assert len(err.strip().splitlines()) == 1
+    # an empty --traces-dir named the current directory; the command line it prints
+    # quotes what it was given (an empty argument went missing)
+    assert main([str(trace), "--traces-dir", ""]) == 2
+    err = capsys.readouterr().err
+    assert "--traces-dir: expects a path, got ''" in err and f"(reproduce: python -m spec.expand {trace} " \
+        "--traces-dir '')" in err
 
 
 # -- the 3-replica rows of the known-anomaly table (pinned) ----------------------------------
