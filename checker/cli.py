@@ -40,7 +40,7 @@ from checker.cmdline import config_text as _config_text
 from checker.cmdline import fail as _fail
 from checker.cmdline import model_properties as _model_properties
 from checker.cmdline import nonneg as _nonneg
-from checker.cmdline import path_arg
+from checker.cmdline import path_arg, sigterm_as_interrupt
 from checker.cmdline import para as _para
 from checker.cmdline import positive as _positive
 from checker.cmdline import resolve_config as _resolve_config
@@ -99,7 +99,7 @@ def _engine(args: argparse.Namespace) -> str:
     given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
              args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume),
              ("--spark-driver-states", args.spark_driver_states is not None),
-             ("--spark-placement", args.spark_placement)) if value]
+             ("--spark-placement", args.spark_placement)) if value is not None and value is not False]
     engine = args.engine or ("spark" if given else "local")
     if engine == "local" and given:
         raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
@@ -419,7 +419,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--preset {args.preset!r} names no preset; pick one with --preset NAME "
                              f"(see kmc list presets), or leave --preset out for the default")
         try:
-            return int(args.func(args, command))
+            # SIGTERM (timeout, a CI limit, kill) stops every command as Ctrl-C does: a
+            # search says how far it went, a Spark run how to resume; exit 130.
+            with sigterm_as_interrupt("stopped as by Ctrl-C"):
+                return int(args.func(args, command))
         except SystemExit as e:
             # No command of kmc exits by raising SystemExit; one that reaches here was
             # raised by the code the run called (a model, a property, an adapter).

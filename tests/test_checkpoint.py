@@ -207,7 +207,8 @@ def test_a_checkpoint_placed_by_fingerprint_is_refused_to_a_model_that_places_by
     resuming with the other placement would look states up in the wrong partition."""
     from checker.spark import check
     d, _, _ = copy(saved, tmp_path)
-    with pytest.raises(UsageError, match=r"placement: checkpoint None, this run 'partition_key'"):
+    with pytest.raises(UsageError, match=r"placed states by fingerprint, this run by key: resume with --spark-placement "
+                                         r"fingerprint"):
         check(KeyedGrid(N), sc=sc, partitions=2, resume=str(d))
 
 

@@ -35,11 +35,30 @@ def env(**extra: str) -> dict:
     ("local[2,x]", "must be local[THREADS,MAX_FAILURES] with whole numbers"),
     ("spark://nohost", "'nohost' is not HOST:PORT; write e.g. spark://HOST:7077"),
     ("bogus://x", "is not a Spark master URL; use local[*], local[N], spark://HOST:PORT, yarn"),
+    # an empty master ran the local engine without a word (check), or local[*] (simulate)
+    ("", "--spark-master '' is empty or has spaces around it"),
 ])
 def test_a_bad_master_url_says_what_is_wrong(tmp_path, master, needle):
     r = cli_support.kmc("check", *KAFKA, "--preset", "tiny", "--spark-master", master, "--traces-dir", tmp_path)
     cli_support.one_line_error(r, needle)
     assert r.stdout == ""          # refused before anything ran
+    if master == "":
+        r = cli_support.kmc("simulate", *KAFKA, "--preset", "zombie", "--spark-master", master, "--walks", "5",
+                            "--traces-dir", tmp_path)
+        cli_support.one_line_error(r, needle)
+        assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.spark
+def test_a_bad_kmc_spark_conf_value_names_the_cause_and_the_variable(tmp_path):
+    """The JVM's own cause is the line before "Could not create the Java Virtual
+    Machine", and the variable is not in the reproduce command: the line says both."""
+    r = subprocess.run([sys.executable, "-m", "checker", "check", *KAFKA, "--preset", "tiny", "--spark-master",
+                        "local[1]", "--quiet", "--traces-dir", str(tmp_path)], capture_output=True, text=True,
+                       env=env(KMC_SPARK_CONF="spark.driver.memory=lots"), cwd=tmp_path, timeout=300)
+    line = cli_support.one_line_error(r, "Invalid maximum heap size: -Xmxlots (Could not create the Java Virtual "
+                                         "Machine)")
+    assert "KMC_SPARK_CONF (set here to 'spark.driver.memory=lots'" in line
 
 
 def test_an_unreachable_master_fails_within_seconds(tmp_path):

@@ -81,7 +81,9 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_prints_the_summary_then_one_line(tmp_path, sig):
+    """SIGTERM (timeout, a CI limit) ended the process at once, without the summary."""
     # Grid(1000) alone can finish in a few seconds, before a loaded machine delivers
     # the signal; a property that sleeps 0.2 ms a state makes the search take minutes.
     inv = tmp_path / "slow.py"
@@ -93,7 +95,7 @@ def test_ctrl_c_prints_the_summary_then_one_line(tmp_path):
     try:
         first = proc.stderr.readline()               # a progress line: the search is under way
         assert first.startswith("progress: "), first + proc.stderr.read()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

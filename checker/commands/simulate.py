@@ -126,9 +126,10 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
     check_traces_dir(args.traces_dir)
-    engine = args.engine or ("spark" if args.spark_master or args.spark_partitions else "local")
-    if engine == "local" and (args.spark_master or args.spark_partitions):
-        flag = "--spark-master" if args.spark_master else "--spark-partitions"
+    given = args.spark_master is not None or args.spark_partitions is not None   # '' too: see check's _engine
+    engine = args.engine or ("spark" if given else "local")
+    if engine == "local" and given:
+        flag = "--spark-master" if args.spark_master is not None else "--spark-partitions"
         raise UsageError(f"{flag} needs the Spark engine; use --engine spark, or drop {flag}")
     if args.stateful and engine == "spark":
         raise UsageError("--stateful runs on the local engine only: its walks share one set of visited states, "

@@ -521,6 +521,11 @@ def load(sc: Any, directory: str, n: int, identity: dict) -> tuple[Any, dict]:
     if saved != identity:
         diffs = [k for k in sorted(set(saved) | set(identity)) if saved.get(k) != identity.get(k)]
         detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, this run {identity.get(k)!r}" for k in diffs[:3])
+        if "placement" in diffs:
+            was = "key (the model's partition_key)" if saved.get("placement") else "fingerprint"
+            raise UsageError(f"--resume '{directory}' was written by a run that placed states by {was}, this run "
+                             f"by {'key' if identity.get('placement') else 'fingerprint'}: resume with "
+                             f"--spark-placement {'key' if saved.get('placement') else 'fingerprint'}")
         if diffs == ["placement_probe"]:
             raise UsageError(f"--resume '{directory}' was written by a run that placed states in other partitions "
                              f"({detail}): the model's partition_key has changed since, so its partitions cannot be "

@@ -247,7 +247,9 @@ class _Run(Counters):
             self._restore(state)
             L = self.jobs.keep(L)
             self.jobs.publish(self.jobs.visited_fps(L))
-            self._say(f"resumed from {resume}: level {self.level} done, {self.distinct} distinct states")
+            # Progress lines number levels from 0: the last one done is self.level - 1.
+            self._say(f"resumed from {resume}: levels 0 to {self.level - 1} done, {self.distinct} distinct "
+                      f"states; going on from level {self.level}")
         else:
             L = self._initial()
             if L is None:

@@ -343,7 +343,7 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
             raise UsageError(f"a SparkContext on {active.master} is already running in this process; "
                              f"cannot start another on {master}")
         return active, False
-    master = master or "local[*]"
+    master = "local[*]" if master is None else master
     bad = master_problem(master)
     if bad:
         raise UsageError(f"--spark-master {bad}")
@@ -365,8 +365,11 @@ def get_context(master: str | None = None, partitions: int | None = None) -> tup
         why = jvm_stderr.failed() or f"{type(e).__name__}: {' '.join(str(e).split())}"
         if len(why) > 300:
             why = why[:297] + "..."
-        raise UsageError(f"cannot start Spark on {master}: {why}; check --spark-master and the Java runtime "
-                         f"(java -version); Spark's log: {log_path()}") from None
+        extra = os.environ.get("KMC_SPARK_CONF", "").strip()
+        conf_hint = f", KMC_SPARK_CONF (set here to {extra!r}, which the command line below does not show)" \
+            if extra else ""
+        raise UsageError(f"cannot start Spark on {master}: {why}; check --spark-master{conf_hint} and the Java "
+                         f"runtime (java -version); Spark's log: {log_path()}") from None
     except BaseException:
         jvm_stderr.failed()
         raise
@@ -495,11 +498,17 @@ class _JvmStderr:
             self.thread.join(timeout=5)   # the JVM has exited: its lines are all in the pipe
         with self.lock:
             held, self.held = self.held or [], None
+        before = ""
         for line in held:
             line = line.strip()
             if "Exception" in line or "Error" in line:
                 line = re.sub(r'^Exception in thread "[^"]*" ', "", line)
-                return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+                line = re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+                if "Could not create the Java Virtual Machine" in line and before:
+                    return f"{before} ({line.removeprefix('Error: ').rstrip('.')})"   # the cause is the line before
+                return line
+            if line:
+                before = line
         return ""
 
 
