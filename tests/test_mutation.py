@@ -240,6 +240,17 @@ def test_bad_input_is_one_line_exit_2(toy, args, needle):
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, *args, cwd=toy), needle, reproduce="kmc mutate")
 
 
+def test_list_shows_the_diffs_unless_no_diffs(toy):
+    """--no-diffs was accepted with --list and the diffs printed anyway."""
+    with_diffs = cli_support.kmc("mutate", *MODEL, "--list", "--sample", "3", cwd=toy)
+    without = cli_support.kmc("mutate", *MODEL, "--list", "--sample", "3", "--no-diffs", cwd=toy)
+    assert with_diffs.returncode == without.returncode == 0
+    labels = [ln for ln in with_diffs.stdout.splitlines() if ln.startswith("m-")]
+    assert len(labels) == 3 and any(ln.startswith("    ") for ln in with_diffs.stdout.splitlines())
+    assert [ln for ln in without.stdout.splitlines() if ln.startswith("m-")] == labels
+    assert not any(ln.startswith("    ") for ln in without.stdout.splitlines())
+
+
 def test_a_bad_equivalents_line_and_a_failing_corpus_are_reported(toy):
     (toy / "equivalent.txt").write_text("m-1234 oops\n")
     cli_support.one_line_error(cli_support.kmc("mutate", *MODEL, cwd=toy), "equivalent.txt:1",
