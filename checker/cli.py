@@ -98,8 +98,8 @@ def _engine(args: argparse.Namespace) -> str:
     """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
     given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
              args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume),
-             ("--spark-driver-states", args.spark_driver_states is not None),
-             ("--spark-placement", args.spark_placement)) if value is not None and value is not False]
+             ("--spark-driver-states", args.spark_driver_states),
+             ("--spark-placement", args.spark_placement)) if value is not None]
     engine = args.engine or ("spark" if given else "local")
     if engine == "local" and given:
         raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")

@@ -308,10 +308,7 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})")  
 def percent(text: str) -> float:
     """An argparse type: a percentage, a finite number from 0 to 100 (``nan`` would
     compare false with every score, and make a gate that always passes)."""
-    try:
-        v = float(text) if _DECIMAL.fullmatch(text.strip()) else math.nan
-    except ValueError:
-        v = math.nan
+    v = float(text) if _DECIMAL.fullmatch(text.strip()) else math.nan
     if not 0 <= v <= 100:
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise argparse.ArgumentTypeError(f"expects a percentage from 0 to 100, got {shown!r}")

@@ -100,9 +100,7 @@ def _check_arity(fn: Any, n: int, path: str, prop: str, what: str) -> None:
     try:
         sig.bind(*range(n))
     except TypeError:
-        code = getattr(fn, "__code__", None)
-        line = f" line {code.co_firstlineno}" if code is not None and \
-            os.path.abspath(code.co_filename) == os.path.abspath(path) else ""
+        line = _line_in(fn, path)
         args = "(prev, action, next), a step property's" if n == 3 else "the state"
         raise UsageError(f"invariants file '{path}'{line}: the {what} of property {prop!r} takes {sig}, not "
                          f"{args} arguments; write it as "
@@ -137,14 +135,20 @@ class StrictPredicate:
                        f"a {type(r).__name__}, not a bool{hint}")
 
 
+def _line_in(fn: Any, path: Any) -> str:
+    """`` line N`` where the function ``fn`` is defined in the file ``path``, else ""
+    (a lambda made elsewhere, a builtin, a callable object)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or os.path.abspath(code.co_filename) != os.path.abspath(path):
+        return ""
+    return f" line {code.co_firstlineno}"
+
+
 def _strict(prop: Property, path: Any) -> Property:
     def wrap(fn: Any, what: str) -> Any:
         if fn is None or isinstance(fn, StrictPredicate):
             return fn
-        code = getattr(fn, "__code__", None)
-        where = f"invariants file '{path}'" + (f" line {code.co_firstlineno}" if code is not None
-                                               and os.path.abspath(code.co_filename) == os.path.abspath(path) else "")
-        return StrictPredicate(fn, prop.name, what, where)
+        return StrictPredicate(fn, prop.name, what, f"invariants file '{path}'{_line_in(fn, path)}")
 
     kind = "goal" if prop.kind == "eventually" else "predicate"
     return dataclasses.replace(prop, predicate=wrap(prop.predicate, kind), trigger=wrap(prop.trigger, "trigger"))

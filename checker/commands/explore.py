@@ -146,6 +146,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_name(host: str) -> str:
+    """The name a Host header gives, without its port: ``[::1]:8765`` -> ``::1``,
+    ``localhost:8765`` -> ``localhost``, ``127.0.0.1`` as it is."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
 def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = False,
                  local_host: str | None = None) -> type:
     """``local_host``: the loopback address the server listens on.  A request must
@@ -179,9 +187,7 @@ def make_handler(ex: Explorer, start: str, family_ref: str, verbose: bool = Fals
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if names is not None:
                 host = (self.headers.get("Host") or "").strip().lower()
-                name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] \
-                    if host.count(":") == 1 else host
-                if name not in names:
+                if host_name(host) not in names:
                     at = self.server.server_address[0]
                     self._json(421, {"error": f"this server answers requests for this machine only (Host "
                                               f"{host!r}): open it as http://{at}:{self.server.server_port}/"})
