@@ -164,3 +164,26 @@ def test_a_ctrl_c_that_a_finalizer_swallows_is_still_counted():
     assert ctrl_c_count() == before + 1
     with pytest.raises(KeyboardInterrupt):
         on_ctrl_c(signal.SIGINT, None)
+
+
+@pytest.mark.spark
+def test_a_run_leaves_no_empty_log_and_a_failed_one_keeps_its_log(tmp_path):
+    """Every Spark run left an empty $TMPDIR/kmc-spark-*.log behind (hundreds piled up
+    in /tmp); only a log that something was written to stays."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    r = subprocess.run([sys.executable, "-m", "checker", "check", *KAFKA, "--preset", "tiny", "--engine", "spark",
+                        "--spark-master", "local[1]", "--spark-driver-states", "0", "--quiet",
+                        "--traces-dir", str(tmp_path / "t")],
+                       capture_output=True, text=True, env=env(TMPDIR=str(tmpdir)), cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1176 reachable states" in r.stdout
+    assert not list(tmpdir.glob("kmc-spark-*.log"))
+    r = subprocess.run([sys.executable, "-m", "checker", "check", *KAFKA, "--preset", "tiny", "--engine", "spark",
+                        "--spark-master", "local[1]", "--spark-driver-states", "0", "--quiet",
+                        "--traces-dir", str(tmp_path / "t")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env=env(TMPDIR=str(tmpdir), KMC_SPARK_CONF="spark.driver.memory=lots"))
+    assert r.returncode == 2, r.stderr[-3000:]
+    logs = list(tmpdir.glob("kmc-spark-*.log"))
+    assert len(logs) == 1 and logs[0].stat().st_size > 0, logs

@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import atexit
 import importlib.machinery
 import logging
 import os
@@ -67,9 +68,23 @@ def log_path() -> Path:
     global _LOG
     if _LOG is None:
         chosen = os.environ.get("KMC_SPARK_LOG")
-        _LOG = Path(chosen) if chosen else Path(tempfile.gettempdir()) / \
-            f"kmc-spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        if chosen:
+            _LOG = Path(chosen)
+        else:
+            _LOG = Path(tempfile.gettempdir()) / f"kmc-spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+            atexit.register(_drop_if_empty, _LOG)
     return _LOG
+
+
+def _drop_if_empty(path: Path) -> None:
+    """At exit: a log of ours that nothing was written to goes, so that runs without
+    a failure leave nothing in $TMPDIR (one file per run piled up there).  A log that
+    KMC_SPARK_LOG names is the user's, and stays whatever it holds."""
+    try:
+        if path.stat().st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _log_file() -> Any:
@@ -264,8 +279,6 @@ class ClassData:
         proc = getattr(getattr(sc, "_gateway", None), "proc", None)
         if proc is None:
             return
-        import atexit
-
         atexit.register(self.finish, proc)
 
     def finish(self, proc: Any) -> None:
