@@ -71,10 +71,23 @@ def loads(text: str) -> Any:
         raise ValueError(" ".join(str(e).split()).rstrip(".")) from None
     if too_deep(doc, MAX_DEPTH):
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
-    bad = unpaired_surrogate(doc)
+    bad = unpaired_surrogate(doc) if _may_hold_surrogates(text) else None
     if bad is not None:
         raise ValueError(f"a string holds {bad}, an unpaired UTF-16 surrogate, which is no character")
     return doc
+
+
+def _may_hold_surrogates(text: str) -> bool:
+    """Only a ``\\u`` escape, or a surrogate in ``text`` itself, puts one in the
+    document: without either, the walk of :func:`unpaired_surrogate` (a Python pass
+    over every value) is skipped; both tests here run in C."""
+    if "\\u" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def unpaired_surrogate(value: Any) -> str | None:
