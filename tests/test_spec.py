@@ -371,3 +371,32 @@ def test_partition_key_keeps_a_state_with_its_parent_unless_a_leader_or_the_clus
                     seen["other"] += 1
         frontier = nxt[:400]
     assert all(seen.values()), seen
+
+
+# A fault kind is off where its bound (or switch) is zero; its words in a description.
+_FAULT_BOUNDS = (("max_crashes", "crashes"), ("max_session_expiries", "session expiry"),
+                 ("max_isr_shrinks", "ISR shrink"), ("max_controlled_shutdowns", "controlled shutdown"),
+                 ("max_topic_deletions", "topic deletion"), ("controller_deletion", "/controller deletion"))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY.presets))
+def test_a_preset_says_which_fault_kinds_it_leaves_off_and_why(name):
+    """The project's rule: a preset that switches a fault kind off says which one,
+    and why, in its description.  Most said neither (tiny, small, shutdown... left
+    session expiry off without a word; default and zombie, crashes)."""
+    import re
+
+    from spec.config import KafkaConfig
+
+    preset = FAMILY.presets[name]
+    cfg = KafkaConfig(**preset.overrides)
+    _, _, off = preset.doc.partition(" Off: ")
+    groups = off.split("); ") if off else []
+    for g in groups:
+        assert re.fullmatch(r"[^()]+ \(.*\S.*\)?", g), (name, g)     # kinds, then (why)
+    named = " ".join(g.split(" (", 1)[0] for g in groups)
+    for field, words in _FAULT_BOUNDS:
+        is_off = not getattr(cfg, field) or (field == "max_topic_deletions" and not cfg.delete_topic_enable)
+        assert (words in named) == is_off, (name, words, "off" if is_off else "on", preset.doc)
+    lost = cfg.max_crashes or cfg.max_session_expiries or cfg.max_controlled_shutdowns or cfg.controller_deletion
+    assert ("controller failover" in named) == (not cfg.max_controller_failovers or not lost), (name, preset.doc)
