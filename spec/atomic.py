@@ -14,9 +14,13 @@ after each visible action the active controller runs its enabled actions, first 
 the model's action order, until it has nothing left to do.  So every trace of the
 atomic model, expanded with the controller steps it hides, is a trace of the full
 model: a counterexample found here is a real one.  What it cannot show is a race
-between two controller reactions, or between a reaction and a broker; that is why it
-refuses controller failovers (a zombie's queued work would run at once and never
-race the new controller) and is meant for data-path checks.
+between two controller reactions, or between a reaction and a broker; that is why
+the presets that use it leave controller failovers out (a zombie's queued work would
+run at once and never race the new controller), and it is meant for data-path checks.
+It refuses reassignment (spec.config): the reassignment's steps stay visible, so a
+hidden ISR notification ran between two of them, which Kafka's event thread does not
+allow, and the atomic model reached states that the full model cannot (4,703 on
+``reassign-crash``, with violations the full model does not have).
 
 What stays visible: faults and healing, ``ElectController`` (which broker wins the
 race for /controller is a choice), ``ControlledShutdown`` (the broker's request), the
