@@ -53,13 +53,15 @@ def plan(model: Model, props: Sequence[Property], *, symmetry: bool = False, por
                    f"keeps the initial states (e.g. an AR's order tells its brokers apart)")
             out.notes.append(f"symmetry: no reduction, {why}; the search runs on the full model")
         else:
+            sym_mod.refuse_foreign_steps(model, props)
             n = sym_mod.validate(model, sym, props)
             out.model = sym_mod.Reduced(model, sym)
-            out.props = sym_mod.reduce_properties(model, props)
+            out.props = sym_mod.reduce_properties(model, props, sym)
             out.sym = sym
             out.notes.append(f"symmetry: {len(sym)} {sym.sort} permutations keep the initial states; the model and "
                              f"every property checked symmetric on {n} sampled states; one state per orbit is "
-                             f"stored, counterexamples are rebuilt on the full model")
+                             f"stored, the state properties are evaluated on its every member, and "
+                             f"counterexamples are rebuilt on the full model")
     if por:
         fps = por_mod.footprints_of(model)
         if fps is None:

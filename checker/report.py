@@ -123,8 +123,10 @@ class Report:
                 lines.append("  the witness state was never reached, so the 'always' properties may hold vacuously")
         lines.append("")
         if result.verdict == OK:
-            lines.append(f"verdict: OK: every property holds on all {st.distinct} reachable states"
-                         f"{' and every witness was reached' if st.witnesses else ''}")
+            unchecked = plan.live.props and plan.live.skipped
+            lines.append(f"verdict: OK: every property {'checked ' if unchecked else ''}holds on all {st.distinct} "
+                         f"reachable states{' and every witness was reached' if st.witnesses else ''}"
+                         f"{'; not checked: ' + ', '.join(p.name for p in plan.live.props) if unchecked else ''}")
         elif result.verdict == BOUNDED:
             until = "within the bounds" if st.stopped_by is None else f"before {stop_reason(st)}"
             lines.append(f"verdict: BOUNDED: no violation {until}; the search was not exhaustive "

@@ -17,10 +17,18 @@ engine explores it unchanged.  What makes that sound, and how it is checked:
   :func:`validate` checks it on a sample of reachable states (orbits of the
   successors compared as sets of representatives) and rejects a declaration
   that breaks it, naming the state and the element;
-- every property must be symmetric: ``p(g(s)) == p(s)``; a step property
-  ``p(s, a, t)`` must keep its value on the image transition.  :func:`validate`
-  evaluates each on the permuted states of the sample and rejects an asymmetric
-  one by name (it must be checked without ``--symmetry``);
+- a state property is evaluated on every state of the representative's orbit
+  (``_Orbit``): an ``always`` property holds on a representative when it holds on
+  each member, a witness is reached when any member reaches it.  So its verdict is
+  the full model's whatever the predicate says about ids (the members are all
+  reachable, the group keeping the initial states), at one evaluation per group
+  element.  Checking its symmetry on a sample alone let a user's invariant about
+  broker 3 pass where the sample had no state that showed it;
+- a step property ``p(s, a, t)`` must keep its value on the image transition:
+  :func:`validate` evaluates each on the permuted transitions of the sample and
+  rejects an asymmetric one by name.  That is a sample, so only the model's own
+  step properties are taken (its tests compare reduced and full searches); a step
+  property of an ``--invariants`` file is refused with ``--symmetry``;
 - step properties are evaluated on the model's own transition ``(s, a, t)``, not on
   the representative of ``t``;
 - a counterexample found on representatives is rebuilt as a path of the unreduced
@@ -56,7 +64,8 @@ from checker.fingerprint import fingerprint_fn
 from checker.model import EVENTUALLY, Action, Model, Property, State, optional_hook
 from checker.result import Step, Violation
 
-__all__ = ["Symmetry", "Reduced", "declared", "symmetry_of", "validate", "concretize", "sample_states", "reduce_properties"]
+__all__ = ["Symmetry", "Reduced", "declared", "symmetry_of", "validate", "concretize", "sample_states", "reduce_properties",
+           "refuse_foreign_steps"]
 
 
 class Symmetry:
@@ -174,7 +183,7 @@ class Reduced(Model):
         return c
 
     def properties(self) -> Sequence[Property]:
-        return reduce_properties(self.model, list(self.model.properties()))
+        return reduce_properties(self.model, list(self.model.properties()), self.sym)
 
     def fair(self, a: Action) -> bool:
         return self.model.fair(a)
@@ -210,17 +219,65 @@ class _RawStep:
         return self.pred(s, a, self.model.next_state(s, a))
 
 
-def reduce_properties(model: Model, props: Sequence[Property]) -> list[Property]:
-    """``props`` for the quotient: state properties as they are (they are symmetric),
-    step properties on the raw transition, ``eventually`` properties left out."""
+class _Images:
+    """The other members of the orbit of the state last asked about: the engine asks
+    every state property about one state in a row, so each is renamed once."""
+
+    def __init__(self, sym: "Symmetry") -> None:
+        self.apply, self.others = sym.apply, sym.elements[1:]
+        self.state: Any = None
+        self.images: list = []
+
+    def __call__(self, s: State) -> list:
+        if s is not self.state:
+            apply = self.apply
+            self.images = [apply(s, g) for g in self.others]
+            self.state = s
+        return self.images
+
+
+class _Orbit:
+    """A state property on the quotient: its value on every member of the orbit of a
+    representative, ``all`` of them for an ``always`` property, ``any`` for a witness."""
+
+    def __init__(self, images: _Images, pred: Callable[[State], bool], witness: bool) -> None:
+        self.images, self.pred, self.witness = images, pred, witness
+
+    def __call__(self, s: State) -> bool:
+        pred = self.pred
+        if self.witness:
+            return bool(pred(s)) or any(pred(t) for t in self.images(s))
+        return bool(pred(s)) and all(pred(t) for t in self.images(s))
+
+
+def reduce_properties(model: Model, props: Sequence[Property], sym: "Symmetry | None" = None) -> list[Property]:
+    """``props`` for the quotient: state properties on every member of the orbit
+    (``_Orbit``, when ``sym`` is given), step properties on the raw transition,
+    ``eventually`` properties left out."""
     out = []
+    images = _Images(sym) if sym is not None and len(sym) > 1 else None
     for p in props:
         if p.kind == EVENTUALLY:
             continue
         if p.step:
             p = Property(p.name, p.kind, _RawStep(model, p.predicate), p.rationale, True)
+        elif images is not None:
+            p = Property(p.name, p.kind, _Orbit(images, p.predicate, p.kind != "always"), p.rationale, False)
         out.append(p)
     return out
+
+
+def refuse_foreign_steps(model: Model, props: Sequence[Property]) -> None:
+    """A step property that the model does not declare (an ``--invariants`` file's)
+    cannot be taken under symmetry: its symmetry is only sampled (see the module
+    docstring)."""
+    own = {p.name for p in model.properties()}
+    foreign = [p.name for p in props if p.step and p.kind != EVENTUALLY and p.name not in own]
+    if foreign:
+        raise UsageError(f"step propert{'y' if len(foreign) == 1 else 'ies'} {', '.join(foreign)} cannot be "
+                         f"checked with --symmetry: whether a step property of yours keeps its value when ids are "
+                         f"permuted can only be sampled, not shown; check without --symmetry, or write it as a "
+                         f"state property")
 
 
 # ------------------------------------------------------------------- validation
@@ -363,4 +420,33 @@ def concretize(model: Model, sym: Symmetry, violation: Violation, props: Sequenc
                              f"the declared symmetry is wrong. State: {_describe(model, s)}")
         path.append(Step(a, t, fp(t)))
         s = t
+    state_prop = next((p for p in props if p.name == violation.property and not p.step
+                       and p.kind == "always"), None)
+    if state_prop is not None and state_prop.predicate(s):
+        # The orbit's violating member is another one than this path reached: the
+        # whole path, renamed by the element that maps its end onto that member.
+        g = next((g for g in sym.elements[1:] if not state_prop.predicate(sym.apply(s, g))), None)
+        if g is not None:
+            path = _renamed(model, sym, path, g, fp)
     return Violation(violation.property, violation.kind, path, violation.message, violation.loop_start)
+
+
+def _renamed(model: Model, sym: Symmetry, path: list, g: Any, fp: Callable[[State], int]) -> list:
+    """``path`` with every state renamed by ``g``: a path of the model too, since it
+    is symmetric and ``g`` keeps its initial states; each action is the one of the
+    renamed state that reaches the next renamed state."""
+    encode = model.encode
+    s = sym.apply(path[0].state, g)
+    out = [Step(None, s, fp(s))]
+    for st in path[1:]:
+        want = encode(sym.apply(st.state, g))
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if encode(t) == want:
+                break
+        else:
+            raise ModelError(f"symmetry: a renamed counterexample has no step into {_describe(model, st.state)}; "
+                             f"the declared symmetry is wrong")
+        out.append(Step(a, t, fp(t)))
+        s = t
+    return out
