@@ -291,8 +291,8 @@ KAFKA_SMALL = [("tiny", {}), ("zombie", {}), ("unclean", {}), ("delete", {"max_c
                ("no-controller-fencing", {"max_crashes": 0, "max_session_expiries": 0}),
                ("data-hw", {"max_records": 1, "max_crashes": 1}), ("data-kip101", {"max_records": 1, "max_crashes": 1}),
                ("data-cache", {"max_records": 1, "max_crashes": 0, "max_session_expiries": 0}),
-               ("tiny", {"controller_event_order": True}), ("zombie", {"controller_event_order": True}),
-               ("data-hw", {"max_records": 1, "max_crashes": 1, "controller_event_order": True})]
+               ("tiny", {"controller_event_order": False}), ("zombie", {"controller_event_order": False}),
+               ("data-hw", {"max_records": 1, "max_crashes": 1, "controller_event_order": False})]
 
 
 @pytest.mark.parametrize("preset,over", KAFKA_SMALL)
