@@ -411,13 +411,10 @@ def concretize(model: Model, sym: Symmetry, violation: Violation, props: Sequenc
         acts = list(model.actions(s))
         # the recorded action first: with the identity (the common case) it fits as is
         order = ([act] if act in acts else []) + [a for a in acts if a != act]
-        for a in order:
-            t = model.next_state(s, a)
-            if key(t) == want[i] and (i < last or step_prop is None or not step_prop.predicate(s, a, t)):
-                break
-        else:
-            raise ModelError(f"symmetry: step {i} of a reduced counterexample has no image in the unreduced model; "
-                             f"the declared symmetry is wrong. State: {_describe(model, s)}")
+        a, t = _step_into(model, s, order, lambda a, t, i=i, s=s: key(t) == want[i] and (
+            i < last or step_prop is None or not step_prop.predicate(s, a, t)),
+            f"symmetry: step {i} of a reduced counterexample has no image in the unreduced model; the declared "
+            f"symmetry is wrong")
         path.append(Step(a, t, fp(t)))
         s = t
     state_prop = next((p for p in props if p.name == violation.property and not p.step
@@ -440,13 +437,20 @@ def _renamed(model: Model, sym: Symmetry, path: list, g: Any, fp: Callable[[Stat
     out = [Step(None, s, fp(s))]
     for st in path[1:]:
         want = encode(sym.apply(st.state, g))
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if encode(t) == want:
-                break
-        else:
-            raise ModelError(f"symmetry: a renamed counterexample has no step into {_describe(model, st.state)}; "
-                             f"the declared symmetry is wrong")
+        a, t = _step_into(model, s, model.actions(s), lambda a, t, want=want: encode(t) == want,
+                          "symmetry: a renamed counterexample has no step into its next state; the declared "
+                          "symmetry is wrong")
         out.append(Step(a, t, fp(t)))
         s = t
     return out
+
+
+def _step_into(model: Model, s: State, acts: Iterable[Action], fits: Callable[[Action, State], bool],
+               fail: str) -> tuple[Action, State]:
+    """The first action of ``acts`` whose successor of ``s`` fits, and that successor;
+    none is a contract error (``fail``, with the state)."""
+    for a in acts:
+        t = model.next_state(s, a)
+        if fits(a, t):
+            return a, t
+    raise ModelError(f"{fail}. State: {_describe(model, s)}")
