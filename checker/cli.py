@@ -40,7 +40,7 @@ from checker.cmdline import config_text as _config_text
 from checker.cmdline import fail as _fail
 from checker.cmdline import model_properties as _model_properties
 from checker.cmdline import nonneg as _nonneg
-from checker.cmdline import path_arg, sigterm_as_interrupt
+from checker.cmdline import engine_of, path_arg, sigterm_as_interrupt
 from checker.cmdline import para as _para
 from checker.cmdline import positive as _positive
 from checker.cmdline import resolve_config as _resolve_config
@@ -96,14 +96,10 @@ def _unknown_property(family: Any, preset: str, custom: bool, name: str, known: 
 
 def _engine(args: argparse.Namespace) -> str:
     """``local`` or ``spark``: the Spark options imply ``--engine spark``."""
-    given = [flag for flag, value in (("--spark-master", args.spark_master), ("--spark-partitions",
-             args.spark_partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume),
-             ("--spark-driver-states", args.spark_driver_states),
-             ("--spark-placement", args.spark_placement)) if value is not None]
-    engine = args.engine or ("spark" if given else "local")
-    if engine == "local" and given:
-        raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
-    return engine
+    return engine_of(args.engine, (("--spark-master", args.spark_master), ("--spark-partitions", args.spark_partitions),
+                                   ("--checkpoint", args.checkpoint), ("--resume", args.resume),
+                                   ("--spark-driver-states", args.spark_driver_states),
+                                   ("--spark-placement", args.spark_placement)))
 
 
 def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO) -> Any:

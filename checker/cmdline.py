@@ -288,6 +288,17 @@ def at_least(text: str, low: int, high: int | None = MAX_FLAG) -> int:
     return v
 
 
+def engine_of(engine: str | None, spark_flags: Sequence[tuple[str, Any]]) -> str:
+    """``local`` or ``spark``: a Spark option given (``(flag, value)``, any value
+    but None, so an empty ``--spark-master ''`` too) implies ``--engine spark``,
+    and contradicts ``--engine local``."""
+    given = [flag for flag, value in spark_flags if value is not None]
+    chosen = engine or ("spark" if given else "local")
+    if chosen == "local" and given:
+        raise UsageError(f"{given[0]} needs the Spark engine; use --engine spark, or drop {given[0]}")
+    return chosen
+
+
 def user_properties(files: Sequence[str], model_props: Sequence[Property]) -> list[Property]:
     """The properties of the ``--invariants`` files, whose names must differ from
     the model's (``model_props``) and from the built-in ``Deadlock``."""

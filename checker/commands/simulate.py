@@ -25,8 +25,8 @@ from typing import Any, TextIO
 
 from checker.cmdline import (
     EXIT_CODES, EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, config_family, config_text, count,
-    deadlock_flags, fail, model_properties, path_arg, positive, reopen_args, resolve_config, seed, user_properties,
-    user_property_error, wrap,
+    deadlock_flags, engine_of, fail, model_properties, path_arg, positive, reopen_args, resolve_config, seed,
+    user_properties, user_property_error, wrap,
 )
 from checker.errors import ModelError, UsageError
 
@@ -126,11 +126,8 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     file_cfg = load_config_file(args.config) if args.config else None
     parse_set(args.set)
     check_traces_dir(args.traces_dir)
-    given = args.spark_master is not None or args.spark_partitions is not None   # '' too: see check's _engine
-    engine = args.engine or ("spark" if given else "local")
-    if engine == "local" and given:
-        flag = "--spark-master" if args.spark_master is not None else "--spark-partitions"
-        raise UsageError(f"{flag} needs the Spark engine; use --engine spark, or drop {flag}")
+    engine = engine_of(args.engine, (("--spark-master", args.spark_master),
+                                     ("--spark-partitions", args.spark_partitions)))
     if args.stateful and engine == "spark":
         raise UsageError("--stateful runs on the local engine only: its walks share one set of visited states, "
                          "so they cannot run apart on Spark partitions; use --engine local, or drop --stateful")
