@@ -61,7 +61,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from checker.errors import ModelError, UsageError
 from checker.fingerprint import fingerprint_fn
-from checker.model import EVENTUALLY, Action, Model, Property, State, optional_hook
+from checker.model import ALWAYS, EVENTUALLY, Action, Model, Property, State, optional_hook
 from checker.result import Step, Violation
 
 __all__ = ["Symmetry", "Reduced", "declared", "symmetry_of", "validate", "concretize", "sample_states", "reduce_properties",
@@ -262,7 +262,7 @@ def reduce_properties(model: Model, props: Sequence[Property], sym: "Symmetry | 
         if p.step:
             p = Property(p.name, p.kind, _RawStep(model, p.predicate), p.rationale, True)
         elif images is not None:
-            p = Property(p.name, p.kind, _Orbit(images, p.predicate, p.kind != "always"), p.rationale, False)
+            p = Property(p.name, p.kind, _Orbit(images, p.predicate, p.kind != ALWAYS), p.rationale, False)
         out.append(p)
     return out
 
@@ -418,7 +418,7 @@ def concretize(model: Model, sym: Symmetry, violation: Violation, props: Sequenc
         path.append(Step(a, t, fp(t)))
         s = t
     state_prop = next((p for p in props if p.name == violation.property and not p.step
-                       and p.kind == "always"), None)
+                       and p.kind == ALWAYS), None)
     if state_prop is not None and state_prop.predicate(s):
         # The orbit's violating member is another one than this path reached: the
         # whole path, renamed by the element that maps its end onto that member.

@@ -49,7 +49,7 @@ class KafkaConfig:
                 f"set replication_factor <= brokers"
             )
 
-        if self.atomic_controller and self.reassignments.strip():
+        if self.atomic_controller and self.reassign_targets:
             raise ValueError(
                 "atomic_controller=true with reassignments is refused: its hidden reactions (an ISR "
                 "notification) run between a reassignment's steps, where Kafka's controller finishes the "
