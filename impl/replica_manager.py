@@ -20,8 +20,8 @@ Choices shared with the model, each with its pointer:
   changed (0.10 to 2.0) or on every new leader epoch (2.1).
 - The follower's HW comes from the HW the leader read *before* it recorded this fetch.
 - ISR expansion: the follower has fetched from this leader up to its HW; with KIP-320,
-  also in this leader epoch and only once the HW has reached this leader's own epoch
-  (docs/model.md "ISR expand rule", spec/datapath.py ``isr_expand_allowed``).
+  also in this leader epoch and from at least the offset where that epoch starts
+  (KAFKA-7128; docs/model.md "ISR expand rule", spec/datapath.py ``isr_expand_allowed``).
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ class Partition:
     # leader side: the LEO each follower last fetched from, -1 unknown (Kafka's remote Replica)
     remote_leos: dict = field(default_factory=dict)
     min_insync_replicas: int = 1
+    # leader side: the LEO at which this leader epoch began (Kafka's leaderEpochStartOffsetOpt)
+    leader_epoch_start_offset: int = -1
 
 
 @dataclass
@@ -198,6 +200,7 @@ class ReplicaManager:
         log = self.log(p.tp)
         if self.config.truncation == "kip320":
             log.epochs.assign(p.leader_epoch, log.log_end_offset)
+        p.leader_epoch_start_offset = log.log_end_offset
         was_leader = current is not None and current.leader == self.broker_id
         kept = current.remote_leos if was_leader else {}
         p.remote_leos = {r: kept.get(r, -1) for r in p.replicas if r != self.broker_id}
@@ -377,8 +380,8 @@ class ReplicaManager:
     def can_expand_isr(self, tp: TopicPartition, follower: int, fetch_offset: int | None = None) -> bool:
         """Partition.maybeExpandIsr's guard: ``follower`` is an assigned replica outside
         the ISR whose LEO (the last fetch's offset, or ``fetch_offset``: the one a fetch
-        about to be handled carries) reached the HW, and (KIP-320) the HW reached this
-        leader's epoch."""
+        about to be handled carries) reached the HW, and (with KIP-320, which 2.1.0
+        shipped with KAFKA-7128) the start of this leader's epoch."""
         p = self.leader_partition(tp)
         if p is None or follower in p.isr or follower == self.broker_id or follower not in p.replicas:
             return False
@@ -387,14 +390,9 @@ class ReplicaManager:
         hw = log.high_watermark_checkpoint
         if leo < 0 or leo < hw:
             return False
-        return self.config.truncation != "kip320" or self._hw_reached_leader_epoch(p, log)
-
-    @staticmethod
-    def _hw_reached_leader_epoch(p: Partition, log: Log) -> bool:
-        """KIP-320: every record above the HW was written in this leader's epoch, so a
-        follower that reached the HW misses nothing committed in an earlier one."""
-        hw = log.high_watermark_checkpoint
-        return hw == log.log_end_offset or log.records[hw] == p.leader_epoch
+        # KAFKA-7128: a follower that has not fetched from where this epoch starts may
+        # still miss records an earlier epoch committed that the lagging HW does not show.
+        return self.config.truncation != "kip320" or leo >= p.leader_epoch_start_offset
 
     def maybe_expand_isr(self, tp: TopicPartition, follower: int) -> bool:
         if not self.can_expand_isr(tp, follower):

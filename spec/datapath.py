@@ -262,6 +262,16 @@ def assigned_epochs(rep: Replica) -> tuple:
     return tuple(out)
 
 
+def epoch_start_offset(log: tuple, epoch: int) -> int:
+    """Where a leader's epoch starts: the LEO at which ``Partition.makeLeader`` put it
+    (``leaderEpochStartOffsetOpt``), which is its first record's offset, or the LEO
+    while it has none (only its leader appends in an epoch)."""
+    for o, e in enumerate(log):
+        if e == epoch:
+            return o
+    return len(log)
+
+
 def latest_epoch(rep: Replica) -> int:
     """``LeaderEpochFileCache.latestEpoch``: what a follower asks about."""
     if rep.unwritten_epoch >= 0:
@@ -310,7 +320,7 @@ class HighWatermark:
         """Before 2.1 the cache learns a leader's epoch with its first append."""
         return rep
 
-    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int) -> bool:
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int) -> bool:
         return False
 
 
@@ -431,13 +441,17 @@ class Kip320(Kip279):
         smaller = [e for e, _ in cache if e <= requested]
         return (smaller[-1] if smaller else requested), larger[0]
 
-    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int) -> bool:
-        """The follower follows the leader's epoch, and the HW has reached the leader's
-        own epoch (rules found with Gustafson's KIP-320 specification)."""
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int) -> bool:
+        """The follower fetches in the leader's epoch (KIP-320: a fetch from another
+        epoch is refused), and its fetch offset has reached the offset at which this
+        leader's epoch starts (KAFKA-7128, in 2.1.0: ``Partition.maybeExpandIsr``
+        compares it with ``leaderEpochStartOffsetOpt``, the LEO ``makeLeader`` saw).
+        So a follower that reached a HW still lagging in an older epoch does not join
+        yet, while one that reached the epoch's start does, the HW lagging or not."""
         view, rep = _leader_view(s, b, p)
         if s.brokers[f].partitions[p].leader_epoch != view.leader_epoch:
             return True
-        return rep.hw != len(rep.log) and rep.log[rep.hw] != view.leader_epoch
+        return fetch_offset < epoch_start_offset(rep.log, view.leader_epoch)
 
 
 RULES = {r.name: r for r in (HighWatermark(), Kip101(), Kip279(), Kip320())}
@@ -539,7 +553,7 @@ def isr_expand_allowed(m, s: KafkaState, b: int, p: int, f: int) -> bool:
     leo = rep.leos[m.ar[p].index(f)]
     if leo < 0 or leo < rep.hw or leo > len(fb.replicas[p].log):
         return False
-    return not rule(m).isr_expand_fenced(s, b, p, f)
+    return not rule(m).isr_expand_fenced(s, b, p, f, leo)
 
 
 def on_stop(replicas: tuple) -> tuple:

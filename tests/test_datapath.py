@@ -133,3 +133,32 @@ def test_restart_keeps_log_and_hw():
     r = s.brokers[1].replicas[0]
     assert (r.log, r.hw, r.leos) == ((0,), 1, (-1, -1))
     assert replay_path(m, [action("ElectController", broker=0)])[-1].state.zk.controller == 0
+
+
+# -- ISR expansion: Kafka 2.1's fence -----------------------------------------------------
+
+def test_kip320_follower_joins_once_it_fetched_from_the_epochs_start_hw_lagging_or_not():
+    """KAFKA-7128 (2.1.0, ``Partition.maybeExpandIsr``): a follower joins the ISR once its
+    fetch offset reaches the offset where the leader's epoch began, even while the HW
+    lags in an older epoch.  Here broker 0 wrote a record in epoch 0, then leads epoch
+    1 from offset 1 with ISR (0, 2); broker 2 has not fetched, so the HW stays 0.
+    Broker 1 fetches from offset 1: Kafka expands the ISR.  The model's earlier rule
+    (Gustafson's: the HW must have reached the leader's epoch) refused it."""
+    m = model("data-kip320-3")
+    s = _steps(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+               "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
+               "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
+               "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1")
+    view, lead = s.brokers[0].partitions[0], s.brokers[0].replicas[0]
+    assert (view.leader_epoch, view.isr, lead.log, lead.hw) == (1, (0, 2), (0,), 0)
+    assert datapath.epoch_start_offset(lead.log, view.leader_epoch) == 1
+    assert lead.leos[m.ar[0].index(1)] == 1
+    expand = action("ExpandIsr", leader=0, partition=0, replica=1)
+    assert expand in m.actions(s)
+    # one fetch earlier, broker 1 had fetched from offset 0, below the epoch's start
+    s0 = _steps(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+                "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
+                "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
+                "TruncateFollower(follower=1", "Fetch(follower=1")
+    assert s0.brokers[0].replicas[0].leos[m.ar[0].index(1)] == 0
+    assert expand not in m.actions(s0)

@@ -454,3 +454,30 @@ def test_the_cluster_finishes_a_broker_failure_before_it_sees_the_restart():
     after = c.admin.get_partition_state(tp)
     assert after.leader == 0 and after.leader_epoch == before.leader_epoch + 1
     assert after.isr == (0, 1)          # broker 1 caught up and the leader added it back
+
+
+def test_kip320_isr_expansion_from_the_epochs_start_conforms():
+    """KAFKA-7128's fence on both sides: the reference broker adds a follower that fetched
+    from where the leader's epoch starts while the HW lags in an older epoch, as the
+    model does (tests/test_datapath.py tells the story), and refuses it one fetch
+    earlier; every step's observation agrees."""
+    from checker.conform import Harness
+    cfg = resolve(FAMILY, "data-kip320-3", {})
+    m = FAMILY.build(cfg)
+    s, acts = m.init_states()[0], []
+    for want in ("ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+                 "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
+                 "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
+                 "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1", "ExpandIsr(leader=0"):
+        [a] = [a for a in m.actions(s) if str(a).startswith(want)][:1]
+        acts.append(a)
+        s = m.next_state(s, a)
+    assert str(acts[-1]) == "ExpandIsr(leader=0, partition=0, replica=1)"
+    h = Harness(m, KafkaImplementation, cfg)
+    assert h.run(acts) is None
+    impl = KafkaImplementation(cfg)
+    for a in acts[:-2]:
+        impl.apply(a)
+    assert not impl.enabled(acts[-1])      # fetched from offset 0 only: below the epoch's start
+    impl.apply(acts[-2])
+    assert impl.enabled(acts[-1])
