@@ -380,8 +380,9 @@ class ReplicaManager:
     def can_expand_isr(self, tp: TopicPartition, follower: int, fetch_offset: int | None = None) -> bool:
         """Partition.maybeExpandIsr's guard: ``follower`` is an assigned replica outside
         the ISR whose LEO (the last fetch's offset, or ``fetch_offset``: the one a fetch
-        about to be handled carries) reached the HW, and (with KIP-320, which 2.1.0
-        shipped with KAFKA-7128) the start of this leader's epoch."""
+        about to be handled carries) reached the HW, and, for 2.1 (``kip320``; KAFKA-7128
+        came with 2.1.0, and was backported to 2.0.1), the offset where this leader's
+        epoch started: the LEO of its last ``makeLeader``."""
         p = self.leader_partition(tp)
         if p is None or follower in p.isr or follower == self.broker_id or follower not in p.replicas:
             return False

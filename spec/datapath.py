@@ -262,14 +262,18 @@ def assigned_epochs(rep: Replica) -> tuple:
     return tuple(out)
 
 
-def epoch_start_offset(log: tuple, epoch: int) -> int:
-    """Where a leader's epoch starts: the LEO at which ``Partition.makeLeader`` put it
-    (``leaderEpochStartOffsetOpt``), which is its first record's offset, or the LEO
-    while it has none (only its leader appends in an epoch)."""
-    for o, e in enumerate(log):
-        if e == epoch:
-            return o
-    return len(log)
+def epoch_start_offset(log: tuple, epoch: int, made_leader_at: int) -> int:
+    """Where a leader's epoch starts for KAFKA-7128's fence: the LEO the last
+    ``Partition.makeLeader`` saw (``leaderEpochStartOffsetOpt``).  The state keeps
+    no such field: ``made_leader_at`` is the LEO when the broker last became leader
+    from another role (its own slot of ``Replica.leos``, which nothing else writes),
+    and a new epoch while it stays leader starts at its first record, or at the LEO
+    while it has none (only its leader appends in an epoch), never below the former.
+    So a broker that restarts and is sent its own epoch again (a bounce the
+    controller did not notice) starts it at its whole LEO, as Kafka's fresh
+    ``Partition`` does, not at the epoch's first record."""
+    first = next((o for o, e in enumerate(log) if e == epoch), len(log))
+    return max(first, made_leader_at)
 
 
 def latest_epoch(rep: Replica) -> int:
@@ -320,7 +324,8 @@ class HighWatermark:
         """Before 2.1 the cache learns a leader's epoch with its first append."""
         return rep
 
-    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int) -> bool:
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int,
+                          own_slot: int) -> bool:
         return False
 
 
@@ -441,7 +446,8 @@ class Kip320(Kip279):
         smaller = [e for e, _ in cache if e <= requested]
         return (smaller[-1] if smaller else requested), larger[0]
 
-    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int) -> bool:
+    def isr_expand_fenced(self, s: KafkaState, b: int, p: int, f: int, fetch_offset: int,
+                          own_slot: int) -> bool:
         """The follower fetches in the leader's epoch (KIP-320: a fetch from another
         epoch is refused), and its fetch offset has reached the offset at which this
         leader's epoch starts (KAFKA-7128, in 2.1.0: ``Partition.maybeExpandIsr``
@@ -451,7 +457,7 @@ class Kip320(Kip279):
         view, rep = _leader_view(s, b, p)
         if s.brokers[f].partitions[p].leader_epoch != view.leader_epoch:
             return True
-        return fetch_offset < epoch_start_offset(rep.log, view.leader_epoch)
+        return fetch_offset < epoch_start_offset(rep.log, view.leader_epoch, rep.leos[own_slot])
 
 
 RULES = {r.name: r for r in (HighWatermark(), Kip101(), Kip279(), Kip320())}
@@ -519,7 +525,9 @@ def on_become_leader(m, s: KafkaState, b: int, p: int, was_leader: bool) -> Kafk
     so they hold the HW until they fetch in this leadership; a leader that only
     gets a new epoch keeps them.  Then the HW may move at once
     (``maybeIncrementLeaderHW``: the ISR may be down to the leader), and what is
-    below it is exposed to consumers.  From 2.1 the epoch goes into the cache first."""
+    below it is exposed to consumers.  From 2.1 the epoch goes into the cache first.
+    The leader's own slot of ``leos`` keeps its LEO from then on (KAFKA-7128's
+    fence reads it: ``epoch_start_offset``)."""
     rep = rule(m).become_leader(s.brokers[b].replicas[p], s.brokers[b].partitions[p].leader_epoch)
     if not was_leader:
         i = m.ar[p].index(b)
@@ -553,7 +561,7 @@ def isr_expand_allowed(m, s: KafkaState, b: int, p: int, f: int) -> bool:
     leo = rep.leos[m.ar[p].index(f)]
     if leo < 0 or leo < rep.hw or leo > len(fb.replicas[p].log):
         return False
-    return not rule(m).isr_expand_fenced(s, b, p, f, leo)
+    return not rule(m).isr_expand_fenced(s, b, p, f, leo, m.ar[p].index(b))
 
 
 def on_stop(replicas: tuple) -> tuple:

@@ -152,7 +152,8 @@ class Replica(NamedTuple):
 
     log: tuple                    # leader epoch of the record at each offset
     hw: int                       # high watermark (exclusive)
-    leos: tuple                   # as leader: LEO of each replica slot (KafkaModel.ar) it last saw fetch, -1 unknown
+    leos: tuple                   # as leader: LEO of each replica slot (KafkaModel.ar) it last saw fetch, -1 unknown;
+                                  # its own slot: its LEO when it last became leader (datapath.epoch_start_offset)
     truncating: bool              # a new follower that has not truncated yet (KIP-101 and later)
     unwritten_epoch: int          # the leader-epoch cache's last entry when no record has it yet, at the LEO
                                   # (Kafka 2.1 records its epoch on becoming leader, KAFKA-7415); -1 none.

@@ -151,7 +151,7 @@ def test_kip320_follower_joins_once_it_fetched_from_the_epochs_start_hw_lagging_
                "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1")
     view, lead = s.brokers[0].partitions[0], s.brokers[0].replicas[0]
     assert (view.leader_epoch, view.isr, lead.log, lead.hw) == (1, (0, 2), (0,), 0)
-    assert datapath.epoch_start_offset(lead.log, view.leader_epoch) == 1
+    assert datapath.epoch_start_offset(lead.log, view.leader_epoch, lead.leos[m.ar[0].index(0)]) == 1
     assert lead.leos[m.ar[0].index(1)] == 1
     expand = action("ExpandIsr", leader=0, partition=0, replica=1)
     assert expand in m.actions(s)

@@ -20,6 +20,7 @@ import pytest
 
 from checker.config import resolve
 from checker.graph import explore
+from checker.model import action
 from checker.prefixes import pickled
 from checker.trace import load_trace
 from impl import zk as Z
@@ -481,3 +482,36 @@ def test_kip320_isr_expansion_from_the_epochs_start_conforms():
     assert not impl.enabled(acts[-1])      # fetched from offset 0 only: below the epoch's start
     impl.apply(acts[-2])
     assert impl.enabled(acts[-1])
+
+
+def test_kip320_a_restarted_leader_sent_its_own_epoch_again_starts_it_at_its_whole_leo():
+    """KAFKA-7128's epoch start is the LEO of the last ``makeLeader``: broker 0 leads
+    epoch 1 and appends two records, crashes and restarts before any controller
+    handles it, and the new controller sends it epoch 1 again, so its fresh
+    ``Partition`` starts epoch 1 at offset 2, not at the epoch's first record (0).
+    Follower 1, fetching from offset 0, may not join; an earlier version of the model
+    let it, and the reference broker refused (found by review)."""
+    from checker.conform import Harness
+    cfg = resolve(FAMILY, "data-kip320-3", {"max_controller_failovers": 1, "atomic_controller": False})
+    m = FAMILY.build(cfg)
+    s, acts = m.init_states()[0], []
+    for want in ("ElectController(broker=0)", "CrashBroker(broker=1)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+                 "DeliverLeaderAndIsr(broker=2", "BrokerFailure(controller=0, broker=1)", "RemoveReplicaFromIsr(",
+                 "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=2", "RestartBroker(broker=1)",
+                 "BrokerStartup(controller=0, broker=1)", "Produce(leader=0", "Produce(leader=0",
+                 "CrashBroker(broker=0)", "RestartBroker(broker=0)", "ElectController(broker=2)",
+                 "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=2",
+                 "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=0, leader_epoch=1",
+                 "TruncateFollower(follower=1", "Fetch(follower=1"):
+        [a] = [a for a in m.actions(s) if str(a).startswith(want)][:1]
+        acts.append(a)
+        s = m.next_state(s, a)
+    view, lead = s.brokers[0].partitions[0], s.brokers[0].replicas[0]
+    assert (view.leader_epoch, lead.log, lead.hw, lead.leos[1]) == (1, (1, 1), 0, 0)
+    expand = action("ExpandIsr", leader=0, partition=0, replica=1)
+    assert expand not in m.actions(s)
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+    impl = KafkaImplementation(cfg)
+    for a in acts:
+        impl.apply(a)
+    assert not impl.enabled(expand)
