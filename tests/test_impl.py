@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from checker.config import resolve
+from checker.conform import Harness, random_walks
 from checker.graph import explore
 from checker.model import action
 from checker.prefixes import pickled
@@ -144,7 +145,6 @@ def test_wide_presets_conform_on_random_walks(preset):
     """The wide presets' graphs are too large to walk whole (more than 400,000 states at
     depth 11): random walks, every fault kind on (about 5 CPU seconds each; docs/conformance.md
     gives the longer runs)."""
-    from checker.conform import Harness, random_walks
     cfg = resolve(FAMILY, preset, {})
     assert random_walks(Harness(FAMILY.build(cfg), KafkaImplementation, cfg), walks=15, depth=60) is None
 
@@ -457,22 +457,30 @@ def test_the_cluster_finishes_a_broker_failure_before_it_sees_the_restart():
     assert after.isr == (0, 1)          # broker 1 caught up and the leader added it back
 
 
+def _prefix_walk(m, wants) -> tuple:
+    """The model's path that takes, at each step, the first enabled action whose text
+    starts with the next of ``wants``: ``(last state, actions)``."""
+    s, acts = m.init_states()[0], []
+    for want in wants:
+        a = next((a for a in m.actions(s) if str(a).startswith(want)), None)
+        assert a is not None, f"{want} not enabled; enabled: {[str(x) for x in m.actions(s)]}"
+        acts.append(a)
+        s = m.next_state(s, a)
+    return s, acts
+
+
 def test_kip320_isr_expansion_from_the_epochs_start_conforms():
     """KAFKA-7128's fence on both sides: the reference broker adds a follower that fetched
     from where the leader's epoch starts while the HW lags in an older epoch, as the
     model does (tests/test_datapath.py tells the story), and refuses it one fetch
     earlier; every step's observation agrees."""
-    from checker.conform import Harness
     cfg = resolve(FAMILY, "data-kip320-3", {})
     m = FAMILY.build(cfg)
-    s, acts = m.init_states()[0], []
-    for want in ("ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
-                 "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
-                 "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
-                 "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1", "ExpandIsr(leader=0"):
-        [a] = [a for a in m.actions(s) if str(a).startswith(want)][:1]
-        acts.append(a)
-        s = m.next_state(s, a)
+    _, acts = _prefix_walk(m, (
+        "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+        "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
+        "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
+        "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1", "ExpandIsr(leader=0"))
     assert str(acts[-1]) == "ExpandIsr(leader=0, partition=0, replica=1)"
     h = Harness(m, KafkaImplementation, cfg)
     assert h.run(acts) is None
@@ -491,21 +499,17 @@ def test_kip320_a_restarted_leader_sent_its_own_epoch_again_starts_it_at_its_who
     ``Partition`` starts epoch 1 at offset 2, not at the epoch's first record (0).
     Follower 1, fetching from offset 0, may not join; an earlier version of the model
     let it, and the reference broker refused (found by review)."""
-    from checker.conform import Harness
     cfg = resolve(FAMILY, "data-kip320-3", {"max_controller_failovers": 1, "atomic_controller": False})
     m = FAMILY.build(cfg)
-    s, acts = m.init_states()[0], []
-    for want in ("ElectController(broker=0)", "CrashBroker(broker=1)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
-                 "DeliverLeaderAndIsr(broker=2", "BrokerFailure(controller=0, broker=1)", "RemoveReplicaFromIsr(",
-                 "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=2", "RestartBroker(broker=1)",
-                 "BrokerStartup(controller=0, broker=1)", "Produce(leader=0", "Produce(leader=0",
-                 "CrashBroker(broker=0)", "RestartBroker(broker=0)", "ElectController(broker=2)",
-                 "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=2",
-                 "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=0, leader_epoch=1",
-                 "TruncateFollower(follower=1", "Fetch(follower=1"):
-        [a] = [a for a in m.actions(s) if str(a).startswith(want)][:1]
-        acts.append(a)
-        s = m.next_state(s, a)
+    s, acts = _prefix_walk(m, (
+        "ElectController(broker=0)", "CrashBroker(broker=1)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+        "DeliverLeaderAndIsr(broker=2", "BrokerFailure(controller=0, broker=1)", "RemoveReplicaFromIsr(",
+        "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=2", "RestartBroker(broker=1)",
+        "BrokerStartup(controller=0, broker=1)", "Produce(leader=0", "Produce(leader=0",
+        "CrashBroker(broker=0)", "RestartBroker(broker=0)", "ElectController(broker=2)",
+        "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=2",
+        "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=0, leader_epoch=1",
+        "TruncateFollower(follower=1", "Fetch(follower=1"))
     view, lead = s.brokers[0].partitions[0], s.brokers[0].replicas[0]
     assert (view.leader_epoch, lead.log, lead.hw, lead.leos[1]) == (1, (1, 1), 0, 0)
     expand = action("ExpandIsr", leader=0, partition=0, replica=1)
