@@ -28,6 +28,7 @@ from checker.trace import load_trace
 from impl.adapter import TOPIC, KafkaImplementation
 from spec.family import FAMILY
 from tests import cli_support
+from tests.walk_support import prefix_path
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ["--model", "spec.family:FAMILY"]
@@ -163,22 +164,13 @@ ANOMALY = {
 }
 
 
-def _path(m, *wants):
-    s, out = m.init_states()[0], []
-    for w in wants:
-        a = next(a for a in m.actions(s) if str(a).startswith(w))
-        out.append(a)
-        s = m.next_state(s, a)
-    return s, out
-
-
 def test_not_enough_replicas_after_append_is_not_an_acknowledgement():
     """Partition.checkEnoughReplicasReachOffset: the HW passes an acks=all record only after
     the ISR shrank below min.insync.replicas, so the producer gets
     NOT_ENOUGH_REPLICAS_AFTER_APPEND; the record stays in the log.  Both sides agree."""
     cfg = resolve(FAMILY, "data-kip320", {"max_records": 1, "min_insync_replicas": 2, "max_isr_shrinks": 1})
     m = FAMILY.build(cfg)
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
                     "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "TruncateFollower(follower=1",
                     "Fetch(follower=1", "ShrinkIsr(leader=0")
     assert s.brokers[0].replicas[0].hw == 1 and s.brokers[0].replicas[0].log == (0,)
@@ -189,7 +181,7 @@ def test_not_enough_replicas_after_append_is_not_an_acknowledgement():
 def test_acks_0_promises_nothing():
     cfg = resolve(FAMILY, "data-unclean", {"producer_acks": "0"})
     m = FAMILY.build(cfg)
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
                     "Produce(leader=0, partition=0, acks='0')")
     assert s.brokers[0].replicas[0].log == (0,) and s.ghost.inv_pending == () and s.ghost.inv_acked == ()
     assert Harness(m, KafkaImplementation, cfg).run(acts) is None

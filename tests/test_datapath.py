@@ -11,6 +11,7 @@ from checker.result import OK
 from spec import datapath
 from spec.family import FAMILY
 from spec.state import Replica
+from tests.walk_support import prefix_path
 
 
 def model(preset="tiny", **overrides):
@@ -89,18 +90,9 @@ def test_kip320_round_that_cuts_nothing_keeps_the_follower_truncating():
 
 # -- the HW is one fetch round behind on the follower ----------------------------------------
 
-def _steps(m, *names):
-    s = m.init_states()[0]
-    for want in names:
-        acts = [a for a in m.actions(s) if str(a).startswith(want)]
-        assert acts, f"{want} not enabled; enabled: {[str(a) for a in m.actions(s)]}"
-        s = m.next_state(s, acts[0])
-    return s
-
-
 def test_follower_hw_lags_the_leader_by_one_fetch():
     m = model(max_records=1)
-    s = _steps(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+    s, _ = prefix_path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
                "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "TruncateFollower(follower=1", "Fetch(follower=1")
     leader, follower = s.brokers[0].replicas[0], s.brokers[1].replicas[0]
     assert (leader.log, leader.hw) == ((0,), 0)
@@ -127,7 +119,7 @@ def test_data_path_off_adds_nothing():
 
 def test_restart_keeps_log_and_hw():
     m = model(max_records=1, max_crashes=1)
-    s = _steps(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
+    s, _ = prefix_path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
                "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "TruncateFollower(follower=1",
                "Fetch(follower=1", "Fetch(follower=1", "Fetch(follower=1", "CrashBroker(broker=1)")
     r = s.brokers[1].replicas[0]
@@ -145,7 +137,7 @@ def test_kip320_follower_joins_once_it_fetched_from_the_epochs_start_hw_lagging_
     Broker 1 fetches from offset 1: Kafka expands the ISR.  The model's earlier rule
     (Gustafson's: the HW must have reached the leader's epoch) refused it."""
     m = model("data-kip320-3")
-    s = _steps(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+    s, _ = prefix_path(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
                "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
                "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
                "TruncateFollower(follower=1", "Fetch(follower=1", "Fetch(follower=1")
@@ -156,7 +148,7 @@ def test_kip320_follower_joins_once_it_fetched_from_the_epochs_start_hw_lagging_
     expand = action("ExpandIsr", leader=0, partition=0, replica=1)
     assert expand in m.actions(s)
     # one fetch earlier, broker 1 had fetched from offset 0, below the epoch's start
-    s0 = _steps(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
+    s0, _ = prefix_path(m, "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
                 "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
                 "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
                 "TruncateFollower(follower=1", "Fetch(follower=1")

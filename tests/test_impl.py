@@ -30,6 +30,7 @@ from impl.log import UNDEFINED_EPOCH_OFFSET, Log
 from impl.replica_manager import ReplicaManager
 from impl.zkclient import TopicPartition
 from spec.family import FAMILY
+from tests.walk_support import prefix_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -457,18 +458,6 @@ def test_the_cluster_finishes_a_broker_failure_before_it_sees_the_restart():
     assert after.isr == (0, 1)          # broker 1 caught up and the leader added it back
 
 
-def _prefix_walk(m, wants) -> tuple:
-    """The model's path that takes, at each step, the first enabled action whose text
-    starts with the next of ``wants``: ``(last state, actions)``."""
-    s, acts = m.init_states()[0], []
-    for want in wants:
-        a = next((a for a in m.actions(s) if str(a).startswith(want)), None)
-        assert a is not None, f"{want} not enabled; enabled: {[str(x) for x in m.actions(s)]}"
-        acts.append(a)
-        s = m.next_state(s, a)
-    return s, acts
-
-
 def test_kip320_isr_expansion_from_the_epochs_start_conforms():
     """KAFKA-7128's fence on both sides: the reference broker adds a follower that fetched
     from where the leader's epoch starts while the HW lags in an older epoch, as the
@@ -476,7 +465,7 @@ def test_kip320_isr_expansion_from_the_epochs_start_conforms():
     earlier; every step's observation agrees."""
     cfg = resolve(FAMILY, "data-kip320-3", {})
     m = FAMILY.build(cfg)
-    _, acts = _prefix_walk(m, (
+    _, acts = prefix_path(m, *(
         "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)",
         "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=0",
         "DeliverLeaderAndIsr(broker=1", "Produce(leader=0", "DeliverLeaderAndIsr(broker=0",
@@ -501,7 +490,7 @@ def test_kip320_a_restarted_leader_sent_its_own_epoch_again_starts_it_at_its_who
     let it, and the reference broker refused (found by review)."""
     cfg = resolve(FAMILY, "data-kip320-3", {"max_controller_failovers": 1, "atomic_controller": False})
     m = FAMILY.build(cfg)
-    s, acts = _prefix_walk(m, (
+    s, acts = prefix_path(m, *(
         "ElectController(broker=0)", "CrashBroker(broker=1)", "ElectLeader(", "DeliverLeaderAndIsr(broker=0",
         "DeliverLeaderAndIsr(broker=2", "BrokerFailure(controller=0, broker=1)", "RemoveReplicaFromIsr(",
         "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=2", "RestartBroker(broker=1)",

@@ -22,6 +22,7 @@ from impl.zkclient import TopicPartition
 from spec import controller
 from spec.family import FAMILY
 from spec.state import NO_LEADER, NO_STATE, Broker, CachingBroker
+from tests.walk_support import prefix_path
 
 TP0 = TopicPartition(TOPIC, 0)
 ONE = {"max_records": 1, "max_crashes": 0}
@@ -30,16 +31,6 @@ ONE = {"max_records": 1, "max_crashes": 0}
 def _model(preset: str, over: dict):
     cfg = resolve(FAMILY, preset, over)
     return FAMILY.build(cfg), cfg
-
-
-def _path(m, *wants):
-    s, out = m.init_states()[0], []
-    for w in wants:
-        a = next((a for a in m.actions(s) if str(a).startswith(w)), None)
-        assert a is not None, f"{w} not enabled; enabled: {[str(x) for x in m.actions(s)]}"
-        out.append(a)
-        s = m.next_state(s, a)
-    return s, out
 
 
 def test_without_the_cache_states_keep_their_encoding():
@@ -60,18 +51,18 @@ def test_producers_route_by_the_cache_and_a_non_leader_refuses():
     the producer is routed there, and the broker answers NOT_LEADER_FOR_PARTITION
     (nothing changes, in the model and in the reference broker)."""
     m, cfg = _model("data-cache", {})
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0")
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0")
     assert not [a for a in m.actions(s) if a.name == "Produce"]
     # the failover's UpdateMetadata (no partition state yet, the live brokers) comes first
     assert {str(a) for a in m.actions(s) if a.name.startswith("Deliver")} == {
         f"DeliverUpdateMetadata(broker={b}, partition=0, controller_epoch=1, leader=-1, leader_epoch=-1, "
         f"live=(0, 1))" for b in (0, 1)}
-    s, acts = _path(m, *map(str, acts), "DeliverUpdateMetadata(broker=0", "DeliverUpdateMetadata(broker=1",
+    s, acts = prefix_path(m, *map(str, acts), "DeliverUpdateMetadata(broker=0", "DeliverUpdateMetadata(broker=1",
                     "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=1", "DeliverUpdateMetadata(broker=1")
     assert s.brokers[1].metadata == (0,) and s.brokers[0].metadata == (NO_LEADER,)
     assert s.brokers[0].alive_brokers == s.brokers[1].alive_brokers == (0, 1)
     assert [str(a) for a in m.actions(s) if a.name == "Produce"] == ["Produce(leader=0, partition=0, acks='all')"]
-    s, acts = _path(m, *map(str, acts), "CrashBroker(broker=0)", "RestartBroker(broker=0)")
+    s, acts = prefix_path(m, *map(str, acts), "CrashBroker(broker=0)", "RestartBroker(broker=0)")
     produce = next(a for a in m.actions(s) if a.name == "Produce")
     assert produce.get("leader") == 0 and m.next_state(s, produce) == s      # NOT_LEADER_FOR_PARTITION
     assert Harness(m, KafkaImplementation, cfg).run(acts + [produce]) is None
@@ -189,7 +180,7 @@ def test_a_zombies_update_metadata_routes_a_producer_to_the_former_leader_with_e
     one there); an acks=1 write would be, and is lost when broker 0 follows broker 1.
     The same path conforms on the reference broker."""
     m, cfg = _model("data-cache", {"max_session_expiries": 1, "max_crashes": 0})
-    s, acts = _path(m, "ElectController(broker=0)", "ExpireSession(broker=0)",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ExpireSession(broker=0)",
                     "ElectLeader(controller=0, partition=0, leader=0", "ElectController(broker=1)",
                     "ElectLeader(controller=1, partition=0, leader=1", "DeliverUpdateMetadata(broker=0",
                     "DeliverLeaderAndIsr(broker=0",
@@ -222,19 +213,19 @@ def test_a_new_controller_refuses_a_dead_leader_the_live_list_does_not_name():
     LEADER_NOT_AVAILABLE: its cache names broker 0, which its live list does not, even
     once broker 0 runs again.  The same path conforms on the reference broker."""
     m, cfg = _model("data-cache", {"max_records": 1})
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
                     "DeliverUpdateMetadata(broker=0", "DeliverLeaderAndIsr(broker=0", "CrashBroker(broker=0)",
                     "ElectController(broker=1)")
     # broker 1 has applied nothing of epochs 1 and 2: each epoch's LeaderAndIsr waits for its UpdateMetadata
     assert not [a for a in m.actions(s) if a.name == "DeliverLeaderAndIsr"]
-    s, acts = _path(m, *map(str, acts), "DeliverUpdateMetadata(broker=1, partition=0, controller_epoch=2",
+    s, acts = prefix_path(m, *map(str, acts), "DeliverUpdateMetadata(broker=1, partition=0, controller_epoch=2",
                     "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=2, leader=0")
     b1 = s.brokers[1]
     assert b1.alive_brokers == (1,) and b1.metadata == (0,)
     assert b1.partitions[0] == NO_STATE and b1.controller_epoch_seen == 2   # refused, the epoch learnt
-    s, acts = _path(m, *map(str, acts), "RestartBroker(broker=0)")
+    s, acts = prefix_path(m, *map(str, acts), "RestartBroker(broker=0)")
     assert not [a for a in m.actions(s) if a.name == "Produce"]           # LEADER_NOT_AVAILABLE
-    s, acts = _path(m, *map(str, acts), "ElectLeader(controller=1, partition=0, leader=1, strategy='offline'",
+    s, acts = prefix_path(m, *map(str, acts), "ElectLeader(controller=1, partition=0, leader=1, strategy='offline'",
                     "DeliverLeaderAndIsr(broker=1", "DeliverUpdateMetadata(broker=1, partition=0, controller_epoch=2, leader=1")
     assert s.brokers[1].partitions[0].leader == 1 and s.brokers[1].metadata == (1,)
     assert [a.get("leader") for a in m.actions(s) if a.name == "Produce"] == [1]
@@ -247,18 +238,18 @@ def test_a_restarted_brokers_update_metadata_comes_before_its_leader_and_isr():
     restarted broker, whose cache a crash emptied, learns the live brokers first and
     follows its leader.  Without that order its LeaderAndIsr would be refused."""
     m, cfg = _model("data-cache", {"max_records": 1})
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
                     "DeliverUpdateMetadata(broker=0", "DeliverUpdateMetadata(broker=1", "DeliverLeaderAndIsr(broker=0",
                     "DeliverLeaderAndIsr(broker=1", "DeliverUpdateMetadata(broker=0", "DeliverUpdateMetadata(broker=1",
                     "CrashBroker(broker=1)", "RestartBroker(broker=1)")
     assert s.brokers[1].alive_brokers == () and s.brokers[1].metadata == (NO_LEADER,)       # a crash empties it
-    s, acts = _path(m, *map(str, acts), "BrokerFailure(controller=0, broker=1)",
+    s, acts = prefix_path(m, *map(str, acts), "BrokerFailure(controller=0, broker=1)",
                     "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)", "BrokerStartup(controller=0, broker=1)")
     waiting = [a for a in m.actions(s) if a.name == "DeliverLeaderAndIsr" and a.get("broker") == 1]
     assert not waiting
-    s, acts = _path(m, *map(str, acts), "DeliverUpdateMetadata(broker=1")
+    s, acts = prefix_path(m, *map(str, acts), "DeliverUpdateMetadata(broker=1")
     assert s.brokers[1].alive_brokers == (0, 1)
-    s, acts = _path(m, *map(str, acts), "DeliverLeaderAndIsr(broker=1")
+    s, acts = prefix_path(m, *map(str, acts), "DeliverLeaderAndIsr(broker=1")
     assert s.brokers[1].partitions[0].leader == 0
     assert Harness(m, KafkaImplementation, cfg).run(acts) is None
 
@@ -269,7 +260,7 @@ def test_kafka_0_10_sends_the_failovers_update_metadata_last():
     refuses the first LeaderAndIsr, "cannot become follower since the new leader 0 is
     unavailable" (0.11 moved the UpdateMetadata ahead for this reason)."""
     m, cfg = _model("data-cache", {"max_records": 1, "truncation": "high_watermark"})
-    s, acts = _path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
                     "DeliverLeaderAndIsr(broker=1")
     assert s.brokers[1].partitions[0] == NO_STATE and s.brokers[1].controller_epoch_seen == 1
     assert Harness(m, KafkaImplementation, cfg).run(acts) is None
