@@ -74,7 +74,8 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _inside(path: str, directory: str) -> bool:
+def inside(path: str | Path, directory: str | Path) -> bool:
+    """Is ``path`` ``directory`` or under it (resolved, links followed)?"""
     out, d = os.path.realpath(path), os.path.realpath(directory)
     return out == d or os.path.commonpath([out, d]) == d
 
@@ -106,7 +107,7 @@ def input_problem(path: str, flag: str, reads: Iterable[Named] = (), dirs: Itera
                 f"another file for {flag}")
     for what, directory in dirs:
         local = local_path(directory) if directory else None
-        if local is not None and _inside(path, str(local)):
+        if local is not None and inside(path, str(local)):
             return (f"{flag} '{path}' is inside the {what} directory '{directory}', which this command reads or "
                     f"keeps; kmc writes nothing of its own there: name a file outside it for {flag}")
     return None
