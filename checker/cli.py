@@ -53,11 +53,11 @@ from checker.liveness import CheckRun
 from checker.model import Property
 from checker.output import check_outputs
 from checker.report import CheckPlan, Report
-from checker.result import INTERRUPTED, VIOLATED
+from checker.result import DEADLOCK, INTERRUPTED, VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
 from checker.shellquote import shell_join
-from checker.trace import write_trace
+from checker.trace import trace_clash, write_trace
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
@@ -185,10 +185,17 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
     live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
-    return CheckPlan(family=family, family_ref=family_ref, preset=preset, config=config, custom=custom,
+    plan = CheckPlan(family=family, family_ref=family_ref, preset=preset, config=config, custom=custom,
                      model=model, props=props, model_props=model_props, user_props=user_props,
                      check_deadlock=check_deadlock, engine=engine, live=live, command=command,
                      invariants=list(args.invariants or []))
+    # a trace is saved only after the search, under a name known before it
+    saved = [p.name for p in props] + ([DEADLOCK] if check_deadlock else [])
+    for flag, path in outputs:
+        problem = path and trace_clash(path, flag, args.traces_dir, saved, plan.label)
+        if problem:
+            raise UsageError(problem)
+    return plan
 
 
 def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> None:

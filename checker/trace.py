@@ -32,6 +32,7 @@ from checker.errors import UsageError
 from checker.inputfile import read_input
 from checker.fingerprint import format_fingerprint
 from checker.model import Action, Model, Property
+from checker.output import inside, same_file
 from checker.shellquote import shell_join
 from checker.traceschema import first_problem, loads
 from checker.statediff import jsonable
@@ -90,6 +91,36 @@ def _safe(s: str) -> str:
 
 def _fp_text(fp: int) -> str:
     return format_fingerprint(fp)
+
+
+def _trace_stem(prop: str, label: str) -> str:
+    """A trace's name up to its fingerprint: ``<Property>-<label>``."""
+    return f"{_safe(prop)}-{_safe(label)}"
+
+
+def trace_clash(path: str, flag: str, directory: str, properties: Sequence[str], label: str) -> str | None:
+    """Why the output ``path`` (``--report``, ``--junit``) clashes with the traces a
+    run saves in ``directory`` (``--traces-dir``) under ``label``, checking
+    ``properties`` (names): it is that directory or one above it, or it has a name
+    ``write_trace`` may give the trace of one of the properties
+    (``<Property>-<label>-<8 hex digits>[-N].json``, the fingerprint being known
+    only after the search); None when it is neither.  Made before the search, so
+    that a clash is refused before the work instead of after it."""
+    if same_file(path, directory):
+        return (f"--traces-dir '{directory}' and {flag} '{path}' are the same file; one would replace the other: "
+                f"give each its own name")
+    if inside(directory, path):
+        return (f"--traces-dir '{directory}' is inside {flag} '{path}', which this command writes as a file: "
+                f"give each its own name")
+    if not same_file(Path(path).parent, directory):
+        return None
+    for prop in properties:
+        pattern = re.escape(_trace_stem(prop, label)) + r"-[0-9a-f]{8}(-[1-9][0-9]*)?\.json"
+        if re.fullmatch(pattern, Path(path).name):
+            return (f"{flag} '{path}' is a name under which this command may save the trace of {prop} in "
+                    f"--traces-dir '{directory}'; a trace is never overwritten, with or without --force: name "
+                    f"another file for {flag}")
+    return None
 
 
 def default_command() -> str:
@@ -151,7 +182,7 @@ def write_trace(directory: str | Path, *, family_ref: str, model: Model, config:
     same = _same_trace(doc)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{_safe(violation.property)}-{_safe(label or preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
+    stem = f"{_trace_stem(violation.property, label or preset or 'custom')}-{steps[-1]['fingerprint'][2:10]}"
     n = 1
     while True:
         path = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")

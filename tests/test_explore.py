@@ -513,6 +513,49 @@ def test_check_outputs_are_refused_before_the_search(tmp_path):
     assert not (tmp_path / "r1.html").exists() and not (tmp_path / "ck").exists()
 
 
+def test_check_refuses_an_output_a_trace_could_be_saved_as_before_the_search(tmp_path):
+    """--report or --junit named as a trace the run may save (was: the whole search,
+    the trace saved, then "is the same file as the trace" and exit 2, the violation's
+    exit 1 lost), or as --traces-dir itself or a directory above it: refused before the
+    search, so no header, no search output, and no trace or page saved."""
+    traces = tmp_path / "traces"
+    r = kmc("check", "--preset", "zombie", "--traces-dir", traces, "--quiet", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    saved = next(traces.glob("ControllerEpochFencing-zombie-*.json"))
+    text = saved.read_text()
+    name = f"traces/{saved.name}"
+    cases = [
+        (["--report", name], f"--report '{name}' is a name under which this command may save the trace of "
+                             f"ControllerEpochFencing in --traces-dir 'traces'; a trace is never overwritten, with "
+                             f"or without --force: name another file for --report"),
+        (["--junit", f"traces/{saved.stem}-2.json"], "is a name under which this command may save the trace of"),
+        (["--junit", "traces/Deadlock-zombie-0123abcd.json"], "may save the trace of Deadlock"),
+        (["--junit", "t2", "--traces-dir", "t2"], "--traces-dir 't2' and --junit 't2' are the same file"),
+        (["--report", "o.html", "--traces-dir", "o.html/t"], "--traces-dir 'o.html/t' is inside --report 'o.html'"),
+    ]
+    for present in (True, False):       # the trace there (from the run above) or not (yet)
+        if not present:
+            saved.unlink()
+        for args, needle in cases:
+            for force in ([], ["--force"]):
+                if present and not force and args[1] == name:
+                    continue                            # "exists; it is not overwritten"
+                r = kmc("check", "--preset", "zombie", *args, *force, cwd=tmp_path)
+                one_line_error(r, needle)
+                assert r.stdout == "" and "distinct states" not in r.stderr, (args, force)
+                assert not (tmp_path / "t2").exists() and not (tmp_path / "o.html").exists()
+                assert list(tmp_path.rglob("*.html")) == []
+                assert [p.name for p in traces.iterdir()] == ([saved.name] if present else []), (args, force)
+                assert not present or saved.read_text() == text
+    # a trace's name for another preset (label) or another directory is a file like any other
+    r = kmc("check", "--preset", "zombie", "--report", f"traces/{saved.stem.replace('zombie', 'tiny')}.json",
+            "--junit", saved.name, "--quiet", cwd=tmp_path)
+    assert r.returncode == 1 and "property violated: ControllerEpochFencing" in r.stderr, r.stdout + r.stderr
+    assert (tmp_path / saved.name).read_text().startswith("<?xml")
+    assert load_trace(saved).property_name == "ControllerEpochFencing"
+    assert (tmp_path / f"traces/{saved.stem.replace('zombie', 'tiny')}.json").read_text().startswith("<!")
+
+
 def test_a_report_links_its_pages_whatever_characters_its_name_holds(tmp_path):
     """The page's name came from --report's: 'r#1.html' linked to a fragment, and
     'javascript:x.html' to a script URL."""

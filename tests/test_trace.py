@@ -15,7 +15,7 @@ from checker.result import VIOLATED
 from checker.replay import replay
 from checker.statediff import ABSENT, diff, flatten
 from checker.staterender import render_change, render_changes, render_state, show_value
-from checker.trace import FORMAT_VERSION, load_trace, write_trace
+from checker.trace import FORMAT_VERSION, load_trace, trace_clash, write_trace
 from tests.toys import FAMILY
 
 
@@ -220,6 +220,36 @@ def test_never_overwrites(tmp_path):
     (mine / first.name).write_text("my notes")
     fourth = save(mine)
     assert (mine / first.name).read_text() == "my notes" and fourth.name.endswith("-2.json")
+
+
+def test_trace_clash_knows_every_name_write_trace_gives(tmp_path):
+    """kmc check refuses, before its search, a --report or --junit that a trace of the
+    run could be saved as: the names are write_trace's own (whatever characters the
+    label holds, -2 as well), and only those."""
+    first = save(tmp_path, label="zombie with/odd:chars")
+    second = save(tmp_path, label="zombie with/odd:chars", invariants=["x.py"])
+    assert second.name.endswith("-2.json")
+    for written in (first, second):
+        problem = trace_clash(str(written), "--report", str(tmp_path), ["Other", "NotBad"], "zombie with/odd:chars")
+        assert problem == (f"--report '{written}' is a name under which this command may save the trace of NotBad "
+                           f"in --traces-dir '{tmp_path}'; a trace is never overwritten, with or without --force: "
+                           f"name another file for --report")
+        # spelled another way, or before the directory exists
+        assert trace_clash(str(tmp_path / "." / written.name), "--junit", str(tmp_path), ["NotBad"],
+                           "zombie with/odd:chars")
+        assert trace_clash(str(tmp_path / "new" / written.name), "--junit", str(tmp_path / "new"), ["NotBad"],
+                           "zombie with/odd:chars")
+    # another property, another label, another directory, another extension: no clash
+    for args in ((str(first), "--junit", str(tmp_path), ["Other"], "zombie with/odd:chars"),
+                 (str(first), "--junit", str(tmp_path), ["NotBad"], "zombie"),
+                 (str(first), "--junit", str(tmp_path / "elsewhere"), ["NotBad"], "zombie with/odd:chars"),
+                 (str(first.with_suffix(".html")), "--junit", str(tmp_path), ["NotBad"], "zombie with/odd:chars")):
+        assert trace_clash(*args) is None, args
+    # the directory itself, or one above it
+    assert "are the same file" in trace_clash(str(tmp_path), "--junit", str(tmp_path), [], "x")
+    assert (trace_clash(str(tmp_path / "o.html"), "--report", str(tmp_path / "o.html" / "t"), [], "x")
+            == f"--traces-dir '{tmp_path / 'o.html' / 't'}' is inside --report '{tmp_path / 'o.html'}', which this "
+               f"command writes as a file: give each its own name")
 
 
 def write_doc(tmp_path, doc, name="t.json"):
