@@ -150,7 +150,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         LeaderAndIsr requests, then an UpdateMetadata for the partition to every live
         broker (``addUpdateMetadataRequestForBrokers``), in that order."""
         req = LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, tp, li.leader, li.leader_epoch, li.isr,
-                                  li.zk_version, self.ctx.assignments[tp])
+                                  li.zk_version, self.ctx.assignments[tp], li.controller_epoch)
         for t in targets:
             self._trace(f"Sending become-{'leader' if t == li.leader else 'follower'} LeaderAndIsr request "
                         f"{li} to broker {t} for partition {tp}")

@@ -40,6 +40,12 @@ IGNORED = {
     "request.controller_id": "StopReplica responses are routed to it, so a wrong one leaves the deleting "
                              "controller's replica states behind (observed: ctx.replica_states); otherwise only "
                              "the state-change log reads it",
+    "request.partition_controller_epoch": "the controller epoch of the partition's state in the controller's "
+                                          "cache, which the leader writes with its ISR changes; a wrong one shows "
+                                          "in the znode's controller epoch after that write (observed: "
+                                          "zk.partitions)",
+    "replica.partition_controller_epoch": "the same, as the leader keeps it (Partition.updateIsr writes it): "
+                                          "observed in zk.partitions after each ISR write",
     "zk.isr_change_notification": "the controller's input only: a lost or extra notification changes whether "
                                   "IsrChangeNotification is enabled, and enabled sets are compared (and probed); "
                                   "the sequential names are read only to delete the znodes",

@@ -93,6 +93,8 @@ class Partition:
     min_insync_replicas: int = 1
     # leader side: the LEO at which this leader epoch began (Kafka's leaderEpochStartOffsetOpt)
     leader_epoch_start_offset: int = -1
+    # the LeaderAndIsr's PartitionState.controllerEpoch, which Partition.updateIsr writes
+    partition_controller_epoch: int = -1
 
 
 @dataclass
@@ -167,7 +169,7 @@ class ReplicaManager:
                         f"become follower since the new leader {req.leader} is unavailable.")
             return NONE
         p = Partition(tp, req.replicas, req.leader, req.leader_epoch, tuple(req.isr), req.controller_epoch,
-                      req.zk_version)
+                      req.zk_version, partition_controller_epoch=req.partition_controller_epoch)
         self.partitions[tp] = p
         if req.leader == self.broker_id:
             self._make_leader(p, current)
@@ -406,7 +408,7 @@ class ReplicaManager:
         return p is not None and self.zk.isr_write_would_succeed(tp, p.zk_version)
 
     def _update_isr(self, p: Partition, isr: tuple) -> bool:
-        version = self.zk.update_isr(p.tp, p.leader, p.leader_epoch, isr, p.controller_epoch, p.zk_version)
+        version = self.zk.update_isr(p.tp, p.leader, p.leader_epoch, isr, p.partition_controller_epoch, p.zk_version)
         if version is None:
             self._trace("Leader", f"{p.tp} cached zkVersion {p.zk_version} not equal to that in zookeeper, "
                         f"skip updating ISR")

@@ -24,6 +24,9 @@ class LeaderAndIsrRequest(NamedTuple):
     isr: tuple
     zk_version: int
     replicas: tuple
+    # the controller epoch of the partition's state as the controller cached it (Kafka's
+    # PartitionState.controllerEpoch), not the sender's: the leader writes it with its ISR changes
+    partition_controller_epoch: int
 
 
 class StopReplicaRequest(NamedTuple):

@@ -204,10 +204,16 @@ def isr_change_enabled(m, s: KafkaState, out: list) -> None:
 
 
 def _write_isr(s: KafkaState, b: int, p: int, isr: tuple) -> KafkaState:
+    """The leader's conditional ISR write (``Partition.updateIsr``).  Kafka writes the
+    controller epoch of the LeaderAndIsr's ``PartitionState``, the epoch the znode held
+    at the version the leader cached; the write succeeds only at that version, so that
+    is the znode's own epoch, which the znode keeps.  The leader's view keeps the epoch
+    of the controller that sent it the request."""
     br = s.brokers[b]
     li = br.partitions[p]
     new = li._replace(isr=isr, version=li.version + 1)
-    s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, new)))
+    znode = new._replace(controller_epoch=s.zk.partitions[p].controller_epoch)
+    s = s._replace(zk=s.zk._replace(partitions=put(s.zk.partitions, p, znode)))
     return s._replace(brokers=put(s.brokers, b, br._replace(partitions=put(br.partitions, p, new))))
 
 

@@ -243,7 +243,7 @@ class BrokerEncoding:
     def _write_isr(self, f: KFrame, u: Updates, b: int, q: int, isr) -> None:
         view = f.view[b][q]
         new = LI(view.leader, view.leader_epoch, isr, view.controller_epoch, view.version + 1)
-        u.li(f.zk[q], new)
+        u.li(f.zk[q], LI(view.leader, view.leader_epoch, isr, f.zk[q].controller_epoch, view.version + 1))
         u.li(view, new)
 
     def _shrink(self, b: int, q: int, fo: int) -> SymAction:

@@ -57,5 +57,5 @@ def test_known_anomaly_loses_acknowledged_data(preset):
 def test_kip320_holds_at_the_same_bounds():
     r = run("data-kip320")
     assert r.verdict == OK
-    assert (r.stats.distinct, r.stats.depth) == (59904, 34)
+    assert (r.stats.distinct, r.stats.depth) == (59616, 34)
     assert all(d is not None for d in r.stats.witnesses.values())

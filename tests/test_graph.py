@@ -32,9 +32,9 @@ def test_tiny_as_graphml_reads_back(tmp_path):
     out = tmp_path / "tiny.graphml"
     r = kmc("graph", *KAFKA, "--preset", "tiny", "--format", "graphml", "-o", out)
     assert r.returncode == 0, r.stderr
-    assert "1176 states, 2301 transitions, 1 initial, depth 18" in r.stderr
+    assert "1184 states, 2307 transitions, 1 initial, depth 18" in r.stderr
     g = nx.read_graphml(out, force_multigraph=True)
-    assert (g.number_of_nodes(), g.number_of_edges()) == (1176, 2301)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (1184, 2307)
     assert [n for n, d in g.nodes(data=True) if d["initial"]] == ["0"]
     assert max(d["depth"] for _n, d in g.nodes(data=True)) == 18
     # Every edge is an action, as many of each as the BFS engine counts.
@@ -69,8 +69,8 @@ def test_tiny_as_dot(tmp_path):
     out = tmp_path / "tiny.dot"
     assert kmc("graph", *KAFKA, "--preset", "tiny", "--format", "dot", "-o", out).returncode == 0
     text = out.read_text()
-    assert len(re.findall(r"^  \d+ \[label=", text, re.M)) == 1176
-    assert len(re.findall(r"^  \d+ -> \d+ \[", text, re.M)) == 2301
+    assert len(re.findall(r"^  \d+ \[label=", text, re.M)) == 1184
+    assert len(re.findall(r"^  \d+ -> \d+ \[", text, re.M)) == 2307
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path):

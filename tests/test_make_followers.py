@@ -65,7 +65,7 @@ def test_a_follower_told_to_follow_no_leader_keeps_its_partition_in_the_model():
 def test_a_follower_told_to_follow_no_leader_keeps_its_partition_in_the_reference_broker():
     lines: list = []
     rm = _impl_follower(lines)
-    err = rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, NO_LEADER, 2, (0,), 2, (0, 1)))
+    err = rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, NO_LEADER, 2, (0,), 2, (0, 1), 2))
     assert err == "NONE"                                            # Kafka answers NONE for the partition
     p = rm.partitions[TP]
     assert (p.leader, p.leader_epoch, p.isr, p.zk_version) == (0, 1, (0, 1), 1)
@@ -78,7 +78,7 @@ def test_a_follower_told_to_follow_no_leader_keeps_its_partition_in_the_referenc
     assert (mv.leader, mv.leader_epoch, mv.isr, mv.version) == (p.leader, p.leader_epoch, p.isr, p.zk_version)
     # a live leader is followed
     rm = _impl_follower([])
-    rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, 0, 2, (0,), 2, (0, 1)))
+    rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, 0, 2, (0,), 2, (0, 1), 2))
     assert rm.partitions[TP].leader_epoch == 2
 
 
@@ -87,7 +87,7 @@ def test_trace_validation_reads_no_view_from_a_refused_request(tmp_path):
     refusal line before it tells impl/observed.py that the view did not change."""
     lines: list = []
     rm = _impl_follower(lines)
-    rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, NO_LEADER, 2, (0,), 2, (0, 1)))
+    rm.handle_leader_and_isr(LeaderAndIsrRequest(0, 2, TP, NO_LEADER, 2, (0,), 2, (0, 1), 2))
     handled = ("[1] TRACE [Broker id=1] Handled LeaderAndIsr request from controller 0 epoch 2 for partition t-0 "
                "leader {l} leader epoch {k} isr [0] zkVersion {v}: NONE")
     d = tmp_path / "broker-1"

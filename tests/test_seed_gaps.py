@@ -26,12 +26,12 @@ def _model(preset: str, over: dict | None = None):
 def test_controller_deleted_holds_and_conforms_on_every_transition():
     """rmr /controller while the controller's session lives: the old controller resigns
     when it notices, a broker (maybe the same) is elected with a new epoch, and every
-    property holds (721 states).  The reference broker does the same on every
+    property holds (727 states).  The reference broker does the same on every
     transition of the graph."""
     m, cfg = _model("controller-deleted")
     r = bfs.check(m)
     assert r.verdict == "ok", r.violations
-    assert (r.stats.distinct, r.stats.depth) == (721, 12)
+    assert (r.stats.distinct, r.stats.depth) == (727, 12)
     g = explore(m)
     assert any(a.name == "DeleteController" for _, a, _ in g.edges)
     h = Harness(m, KafkaImplementation, cfg)

@@ -177,7 +177,7 @@ def test_a_run_leaves_no_empty_log_and_a_failed_one_keeps_its_log(tmp_path):
                         "--traces-dir", str(tmp_path / "t")],
                        capture_output=True, text=True, env=env(TMPDIR=str(tmpdir)), cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "1176 reachable states" in r.stdout
+    assert "1184 reachable states" in r.stdout
     assert not list(tmpdir.glob("kmc-spark-*.log"))
     r = subprocess.run([sys.executable, "-m", "checker", "check", *KAFKA, "--preset", "tiny", "--engine", "spark",
                         "--spark-master", "local[1]", "--spark-driver-states", "0", "--quiet",
