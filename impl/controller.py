@@ -22,8 +22,11 @@ Choices shared with the model, each with its pointer:
   ISR removals and deletion steps (docs/model.md, "Zombie"; spec/controller.py ``_watching``).
 - Before an election or an ISR removal the controller reads the partition state from
   ZooKeeper and writes conditionally on the version it read; the read and the write are
-  one step, so only the /controller_epoch check (KAFKA-6082) can fail it, and then the
-  controller resigns at once (spec/controller.py ``conditional_write``).
+  one step.  A state that a newer controller wrote (its controller epoch greater than
+  ours) fails the election or the removal for that partition, without a write and
+  without resigning (``_written_by_newer``; spec/controller.py ``newer_mark``);
+  otherwise only the /controller_epoch check (KAFKA-6082) can fail the write, and then
+  the controller resigns at once (spec/controller.py ``conditional_write``).
 - On failover, replicas on dead brokers start as ReplicaDeletionIneligible (Kafka 2.x
   ``initializeReplicaState``) and stay so: the OfflineReplica transitions that 2.3 added
   to ``ReplicaStateMachine.startup`` (KAFKA-3143) are left out, as in the model
@@ -178,6 +181,13 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
 
     def _live(self) -> set:
         return set(self.ctx.live_broker_epochs)
+
+    def _written_by_newer(self, zk_state: LeaderAndIsr | None) -> bool:
+        """Kafka's "already written by another controller" check on the state it read
+        (``doElectLeaderForPartitions``, ``getTopicPartitionStatesFromZk`` under
+        ``removeReplicasFromIsr``, ``updateLeaderEpoch``): a newer controller owns the
+        partition now, and this one gives it up without resigning."""
+        return zk_state is not None and zk_state.controller_epoch > self.ctx.epoch
 
     def _epoch_check(self) -> int | None:
         return self.ctx.epoch_zk_version if self.config.controller_epoch_zk_check else None
@@ -369,6 +379,8 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
                 return None
             r = E.new_partition_leader_election(ar, live)
             return ("new", r[0], r[1], True) if r else None
+        if self._written_by_newer(zk_state):
+            return None
         isr = zk_state.isr if zk_state else ()
         if state == OFFLINE_PARTITION:
             r = E.offline_partition_leader_election(ar, isr, live, False)
@@ -487,11 +499,16 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         """One OfflineReplica transition (``doHandleStateChanges``, ``removeReplicasFromIsr``
         of 1.1 to 2.x): if the replica is in the ISR in ZooKeeper, write the partition's
         state with leader -1 if it leads (``LeaderAndIsr.NoLeader``) and without it
-        unless it is the last member; then LeaderAndIsr to the other live replicas."""
+        unless it is the last member; then LeaderAndIsr to the other live replicas.  A
+        state a newer controller wrote fails the transition: the replica keeps its state."""
         ctx = self.ctx
         ctx.offline_owed.discard((tp, replica))
         out = []
         zk_state = self.zk.get_partition_state(tp)
+        if self._written_by_newer(zk_state):
+            self._trace(f"Leader and isr of {tp} written by a newer controller; {replica} stays "
+                        f"{ctx.replica_states.get((tp, replica), NON_EXISTENT_REPLICA)}")
+            return []
         if zk_state is not None and replica in zk_state.isr:
             leader = NO_LEADER if zk_state.leader == replica else zk_state.leader
             isr = zk_state.isr if len(zk_state.isr) == 1 else tuple(x for x in zk_state.isr if x != replica)

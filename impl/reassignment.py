@@ -109,7 +109,11 @@ class ReassignmentSteps:
         return ORDER[i + 1] if i + 1 < len(ORDER) else "11"
 
     def _step7(self, tp: TopicPartition, r: ReassignedPartitionContext):
+        """(leader, elected), or None when no replica of RAR can lead or a newer
+        controller wrote the partition's state (its election or epoch bump fails)."""
         li = self.zk.get_partition_state(tp)
+        if self._written_by_newer(li):
+            return None
         live = self._live()
         if li is not None and li.leader in r.target and li.leader in live:
             return li.leader, False
@@ -131,6 +135,8 @@ class ReassignmentSteps:
                 continue      # step 4 ends on an ISR watch, which a zombie no longer gets
             if k == "2" and self.zk.get_partition_state(tp) is None:
                 continue
+            if k in ("2", "8") and self._written_by_newer(self.zk.get_partition_state(tp)):
+                continue      # updateLeaderEpoch / removeReplicasFromIsr fail: no further for this one
             if k == "7":
                 e = self._step7(tp, r)
                 if e is not None:

@@ -7,7 +7,9 @@ and acts on that context, which may be stale: a zombie (a controller whose
 session expired) keeps acting until it notices.  What stops it is fencing:
 its ZooKeeper writes are conditional on the znode version it cached and, with
 ``zk_epoch_fencing``, on the controller epoch (KAFKA-6082); its requests carry its
-controller epoch, which brokers check (``controller_epoch_fencing``).
+controller epoch, which brokers check (``controller_epoch_fencing``).  Whatever the
+fences, a controller leaves alone a partition whose state znode a newer controller
+wrote (``newer_mark``).
 """
 
 from __future__ import annotations
@@ -77,6 +79,24 @@ def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, tar
         br = brokers[r]
         brokers[r] = br._replace(inbox=add_request(br.inbox, req))
     return send_update_metadata(m, s._replace(brokers=tuple(brokers)), epoch, p, li, live)
+
+
+def newer_mark(s: KafkaState, ctx: ControllerContext, p: int) -> bool:
+    """Kafka's "already written by another controller" check: before it elects a
+    leader (``PartitionStateMachine.electLeaderForPartition`` in 0.10 and 0.11,
+    ``doElectLeaderForPartitions`` in 2.0 and 2.1), removes a replica from the ISR
+    (``KafkaController.removeReplicaFromIsr`` in 0.10 and 0.11,
+    ``ReplicaStateMachine.getTopicPartitionStatesFromZk`` under ``removeReplicasFromIsr``
+    in 2.0 and 2.1) or bumps a leader epoch for a reassignment
+    (``KafkaController.updateLeaderEpoch``), the controller reads the partition's state
+    znode and gives that partition up, without resigning and without a LeaderAndIsr,
+    when the controller epoch written in it is greater than its own.  It is not a
+    fence on the write: it is checked on the read, in every version, with
+    ``zk_epoch_fencing`` or without.  Kafka writes conditionally on the version it
+    read and reads again when that fails, so a newer controller's write between the
+    read and the write is seen by the check on the next read; the model's step, read,
+    check and write in one, is that loop's outcome."""
+    return s.zk.partitions[p].controller_epoch > ctx.epoch
 
 
 def conditional_write(m, s: KafkaState, c: int, p: int, leader: int, isr: tuple, bump: bool):
@@ -271,6 +291,8 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
             return None
         r = election.new_partition(ar, live)
         return ("new",) + r if r else None
+    if newer_mark(s, ctx, p):
+        return None   # the election fails for this partition; the controller stays
     if pstate == OFFLINE_PARTITION:
         unclean = m.cfg.unclean_leader_election and s.budget.unclean_elections > 0
         r = election.offline_partition(ar, cached.isr, live, unclean)
@@ -362,8 +384,13 @@ def remove_replica(m, s: KafkaState, c: int, p: int, r: int) -> KafkaState:
     if ``r`` is in the ISR, write it with leader -1 (``LeaderAndIsr.NoLeader``) if ``r``
     leads and with ``r`` out of the ISR unless it is the last member (0.10 and 0.11 keep
     the last member only with unclean election off; the model follows 2.x); then
-    LeaderAndIsr to the other live replicas and UpdateMetadata."""
+    LeaderAndIsr to the other live replicas and UpdateMetadata.  A znode that a newer
+    controller wrote fails the transition before the ISR is looked at (``newer_mark``):
+    nothing is written or sent and the replica keeps its state, as Kafka leaves a
+    replica whose transition failed."""
     cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
+    if newer_mark(s, s.brokers[c].ctx, p):
+        return s
     if r in cached.isr:
         leader = NO_LEADER if cached.leader == r else cached.leader
         isr = cached.isr if len(cached.isr) == 1 else tuple(x for x in cached.isr if x != r)

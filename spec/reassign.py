@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import election
-from spec.controller import (conditional_write, live_brokers, running_controllers, send_leader_and_isr,
-                             watching_controllers, with_ctx)
+from spec.controller import (conditional_write, live_brokers, newer_mark, running_controllers,
+                             send_leader_and_isr, watching_controllers, with_ctx)
 from spec.state import (
     NEW_REPLICA, NO_LEADER, NO_VERSION, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, KafkaState, Reassignment, StopReplica, add_request,
@@ -108,7 +108,12 @@ def next_step(s: KafkaState, p: int, r: Reassignment) -> str | None:
 
 
 def _step7(s: KafkaState, ctx, p: int, r: Reassignment):
-    """``(leader, elected)`` for step 7, or None when no replica of RAR can lead yet."""
+    """``(leader, elected)`` for step 7, or None when no replica of RAR can lead yet or
+    a newer controller wrote the partition's state (``newer_mark``: the election or the
+    leader-epoch bump fails, and the event ends there as after any failed step-7
+    election)."""
+    if newer_mark(s, ctx, p):
+        return None
     zkp = s.zk.partitions[p]   # moveReassignedPartitionLeaderIfRequired reads the leader
     live = live_brokers(ctx)
     if zkp.leader in r.target and live[zkp.leader]:
@@ -164,6 +169,11 @@ def steps_enabled(m, s: KafkaState, out: list) -> None:
             if k is None or (k == "5" and r.step == "3" and c not in watching):
                 continue   # step 4 ends on an ISR watch, which a zombie no longer gets
             if k == "2" and s.zk.partitions[p].version == NO_VERSION:
+                continue
+            if k in ("2", "8") and newer_mark(s, ctx, p):
+                # updateLeaderEpoch and removeReplicasFromIsr fail on a newer controller's
+                # mark: the controller takes this reassignment no further (it resigns
+                # once it notices /controller is not its own).
                 continue
             if k == "7":
                 e = _step7(s, ctx, p, r)

@@ -284,10 +284,12 @@ class ControllerEncoding:
                 unclean = z3.BoolVal(False)
             leader = z3.If(clean, first_of(self.k, ar, clean_conds), first_of(self.k, ar, [live[r] for r in ar]))
             isr = z3.If(clean, z.isr & livemask, self._bit_of(leader))
-            return z3.And(ctx.pstate[q] == P_OFFLINE, z3.Or(clean, unclean)), leader, isr, clean
+            ok = z3.And(ctx.pstate[q] == P_OFFLINE, z3.Or(clean, unclean), z3.Not(self._newer_mark(f, c, q)))
+            return ok, leader, isr, clean
         # preferred: never while the preferred replica shuts down (no controlled shutdown here)
         pref = ar[0]
-        ok = z3.And(ctx.pstate[q] == P_ONLINE, z.leader != pref, live[pref], member(pref, z.isr))
+        ok = z3.And(ctx.pstate[q] == P_ONLINE, z.leader != pref, live[pref], member(pref, z.isr),
+                    z3.Not(self._newer_mark(f, c, q)))
         return ok, self.k(pref), z.isr, z3.BoolVal(True)
 
     def _bit_of(self, x) -> z3.BitVecRef:
@@ -296,6 +298,11 @@ class ControllerEncoding:
         for b in range(n):
             out = z3.If(x == b, bit(b, n), out)
         return out
+
+    def _newer_mark(self, f: KFrame, c: int, q: int):
+        """spec.controller.newer_mark: partition ``q``'s state znode holds a controller
+        epoch greater than ``c``'s, so ``c`` leaves the partition alone."""
+        return f.zk[q].controller_epoch > f.ctx[c].epoch
 
     def _fenced(self, f: KFrame, c: int):
         """conditional_write's controller-epoch condition (zk_epoch_fencing)."""
@@ -370,7 +377,8 @@ class ControllerEncoding:
             u = Updates(f)
             ctx = f.ctx[c]
             z = f.zk[q]
-            attempt = member(r, z.isr)
+            newer = self._newer_mark(f, c, q)
+            attempt = z3.And(z3.Not(newer), member(r, z.isr))
             fenced = z3.And(attempt, self._fenced(f, c))
             written = z3.And(attempt, z3.Not(fenced))
             u[ctx.has] = z3.Not(fenced)
@@ -379,7 +387,7 @@ class ControllerEncoding:
             new = self._removal(z, r, ctx.epoch)
             self._write(f, u, inbox, c, q, written, new.leader, new.isr, self._ar_targets(f, c, q, but=r))
             rs = ctx.rstate[q][i]
-            u[rs] = z3.If(fenced, rs, R_OFFLINE)
+            u[rs] = z3.If(z3.Or(fenced, newer), rs, R_OFFLINE)
             self._flush(f, u, inbox)
             return u.d
         return SymAction("RemoveReplicaFromIsr", (("controller", c), ("partition", q), ("replica", r)), guard, update,

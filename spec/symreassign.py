@@ -50,7 +50,8 @@ class ReassignEncoding:
             keep = z3.Or([z3.And(z.leader == x, live[x]) for x in t])
             conds = [z3.And(live[x], member(x, z.isr)) for x in t]
             return (z3.Or(keep, z3.Or(conds)), z3.If(keep, z.leader, first_of(self.k, t, conds)), z3.Not(keep))
-        return self._fold_ar(q, f.rctx[c][q].target, fn)
+        possible, leader, elected = self._fold_ar(q, f.rctx[c][q].target, fn)
+        return z3.And(possible, z3.Not(self._newer_mark(f, c, q))), leader, elected
 
     def _next_is(self, f: KFrame, c: int, q: int, k: int):
         """spec.reassign.next_step is step ``k`` (an R_ORDER index, or R_COMPLETE)."""
@@ -135,6 +136,8 @@ class ReassignEncoding:
             g = [f.ctx[c].has, f.alive[c], f.rctx[c][q].has, self._next_is(f, c, q, k), *self._no_step(f, c)]
             if name == "2":
                 g.append(f.zk[q].version != -1)
+            if name in ("2", "8"):
+                g.append(z3.Not(self._newer_mark(f, c, q)))
             if name == "7":
                 g.append(self._step7(f, c, q)[0])
             return z3.And(g)

@@ -63,9 +63,9 @@ COMMANDS: dict[str, Entry] = {
     "kmc conform --preset failover --max-states 1000 --walks 100 --depth 60": Entry("slow"),
     "kmc conform --preset tiny --probe": Entry("slow"),
     "kmc conform --preset tiny --share-prefixes": Entry("slow"),
-    "kmc check --preset zombie --property EventuallyLeaderElected": Entry("fast"),
-    "kmc replay traces/EventuallyLeaderElected-zombie-5d5ff32b.json": Entry(
-        "fast", needs=("kmc check --preset zombie --property EventuallyLeaderElected",)),
+    "kmc check --preset zombie --set max_crashes=1 --property EventuallyLeaderElected": Entry("slow", status=1),
+    "kmc replay traces/EventuallyLeaderElected-zombie-custom-5635afef.json": Entry(
+        "slow", needs=("kmc check --preset zombie --set max_crashes=1 --property EventuallyLeaderElected",)),
     "kmc check --preset tiny --invariants examples/liveness.py --property EventuallyAnyLeader": Entry("fast"),
     "kmc check --preset tiny --set unclean_leader_election=true --invariants examples/liveness.py "
     "--property EventuallyAnyLeader": Entry("fast"),

@@ -177,8 +177,8 @@ def test_named_eventually_properties_are_refused_where_they_cannot_be_checked(tm
 def test_same_lasso_whatever_the_hash_seed(tmp_path):
     runs = []
     for seed in ("1", "777"):
-        r = kmc("check", *KAFKA, "--preset", "zombie", "--property", "EventuallyLeaderElected", "--json",
-                "--quiet", "--traces-dir", tmp_path / seed, seed=seed)
+        r = kmc("check", *KAFKA, "--preset", "tiny", "--invariants", "examples/liveness.py", "--property",
+                "EventuallyAnyLeader", "--json", "--quiet", "--traces-dir", tmp_path / seed, seed=seed)
         assert r.returncode == 1, r.stderr
         trace = json.loads(Path(json.loads(r.stdout)["trace_path"]).read_text())
         runs.append([s["fingerprint"] for s in trace["steps"]])
@@ -199,14 +199,13 @@ def test_kafka_leader_eventually_elected_on_tiny():
     assert lassos(m) == []
 
 
-def test_kafka_zombie_leaves_a_partition_leaderless_for_ever():
-    # Without zk_epoch_fencing (before KAFKA-6082) the zombie's preferred election
-    # lands in ZooKeeper; every broker rejects its LeaderAndIsr (stale controller
-    # epoch) and the real controller never looks again: no one leads, for ever.
-    [v] = check_liveness(explore(kafka("zombie")), kafka("zombie"))
-    acts = [str(a) for a in (v.graph.edges[e][1] for e in v.stem)]
-    assert "ElectLeader(controller=0, partition=0, leader=0, strategy='preferred', clean=True)" in acts
-    assert v.loop == [] and "no action is enabled there" in v.message()
+def test_kafka_zombie_cannot_undo_its_successors_election():
+    # Without zk_epoch_fencing (before KAFKA-6082) a zombie's preferred election used
+    # to overwrite the znode its successor wrote, and with every broker rejecting its
+    # LeaderAndIsr no one led, for ever.  Kafka's "already written by another
+    # controller" check (spec.controller.newer_mark) rules that write out, and with it
+    # the only lasso of ``zombie``.
+    assert check_liveness(explore(kafka("zombie")), kafka("zombie")) == []
 
 
 def test_kafka_unscoped_leader_fails_without_unclean_election(tmp_path):

@@ -102,10 +102,15 @@ def test_z3_enables_what_the_explicit_model_enables_with_the_rule_on_tiny():
 ELECT_NEW = "ElectLeader(controller={}, partition=0, leader=0, strategy='new', clean=True)"
 
 
-def test_z3_enables_what_the_explicit_model_enables_with_the_rule_and_preferred_elections():
-    """failover: a preferred election (an event of its own) waits for the current
-    event's steps: here controller 1 elected after broker 0's session expired, and
-    broker 0 came back into the ISR while 1's context still has an offline step."""
+def test_z3_and_the_explicit_model_agree_that_a_zombie_leaves_its_successors_partition_alone():
+    """failover: the walk that used to show the rule hiding a preferred election (an
+    event of its own) behind the current event's steps: broker 0, a zombie with an
+    offline step pending, could elect its preferred replica over the znode controller 1
+    wrote.  Kafka's "already written by another controller" check rules that election
+    out (spec.controller.newer_mark), in z3 as in the explicit model, so nothing is left
+    for the rule to hide; no state of small, default, failover or shutdown has a
+    preferred election that the rule hides any more (the test below needs a second
+    partition)."""
     hidden = walk_agrees("failover", [
         "ElectController(broker=0)", "CrashBroker(broker=1)", "RestartBroker(broker=1)", ELECT_NEW.format(0),
         "BrokerFailure(controller=0, broker=1)", "ExpireSession(broker=0)", "ElectController(broker=1)",
@@ -114,11 +119,11 @@ def test_z3_enables_what_the_explicit_model_enables_with_the_rule_and_preferred_
         "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=2, leader=1, leader_epoch=1, isr=(1,), version=1)",
         "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=2, leader=1, leader_epoch=1, isr=(1,), version=1)",
         "ExpandIsr(leader=1, partition=0, replica=0)"])
-    assert hidden["ElectLeader/preferred"] > 0, hidden
+    assert hidden["ElectLeader/preferred"] == 0 and hidden["BrokerStartup"] > 0, hidden
 
 
-def test_z3_enables_what_the_explicit_model_enables_with_the_rule_and_preferred_elections_of_a_live_controller():
-    """failover with two partitions, no zombie: a preferred election (an event of its own) waits
+def test_z3_enables_what_the_explicit_model_enables_with_the_rule_and_preferred_elections():
+    """failover with two partitions: a preferred election (an event of its own) waits
     for the current event's steps.  Controller 1 was elected while broker 0 was down,
     elected partition 0's leader, and still owes partition 1's NewPartition election
     when broker 0, partition 0's preferred replica, is back in its ISR.  The shortest
