@@ -500,7 +500,9 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         of 1.1 to 2.x): if the replica is in the ISR in ZooKeeper, write the partition's
         state with leader -1 if it leads (``LeaderAndIsr.NoLeader``) and without it
         unless it is the last member; then LeaderAndIsr to the other live replicas.  A
-        state a newer controller wrote fails the transition: the replica keeps its state."""
+        state a newer controller wrote fails the transition: the replica keeps its state.
+        The replica, if live, is sent StopReplica(delete=false) either way (batched
+        before the removal); a write the controller-epoch fence fails sends nothing."""
         ctx = self.ctx
         ctx.offline_owed.discard((tp, replica))
         out = []
@@ -508,7 +510,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         if self._written_by_newer(zk_state):
             self._trace(f"Leader and isr of {tp} written by a newer controller; {replica} stays "
                         f"{ctx.replica_states.get((tp, replica), NON_EXISTENT_REPLICA)}")
-            return []
+            return self._stop_replicas(tp, (replica,), delete=False)
         if zk_state is not None and replica in zk_state.isr:
             leader = NO_LEADER if zk_state.leader == replica else zk_state.leader
             isr = zk_state.isr if len(zk_state.isr) == 1 else tuple(x for x in zk_state.isr if x != replica)
@@ -523,7 +525,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
             live = self._live()
             out = self._leader_and_isr(tp, li, [x for x in ctx.assignments[tp] if x in live and x != replica])
         self._replica_state(tp, replica, OFFLINE_REPLICA)
-        return out
+        return out + self._stop_replicas(tp, (replica,), delete=False)
 
     # -- ISR change notifications ----------------------------------------------------------------------
     def isr_changed_partitions(self) -> list[TopicPartition]:

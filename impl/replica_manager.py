@@ -258,9 +258,10 @@ class ReplicaManager:
         self._trace("", f"Handling StopReplica (delete={req.delete_partition}) for partition {tp} from "
                     f"controller {req.controller_id} epoch {req.controller_epoch}")
         if not req.delete_partition:
-            # Stop fetching and leading; the log and the leader epoch stay (Kafka keeps
-            # the Partition, so a stale LeaderAndIsr is still refused).
-            if tp in self.partitions:
+            # Stop fetching (the fetcher is gone above); the log, the leader epoch and a
+            # leader's leadership stay (Kafka's stopReplica(delete=false) keeps the
+            # Partition as it is, so a stale LeaderAndIsr is still refused).
+            if tp in self.partitions and self.partitions[tp].leader != self.broker_id:
                 self.partitions[tp].leader = NO_LEADER
             return []
         self.partitions.pop(tp, None)

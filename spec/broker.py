@@ -59,7 +59,9 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
                 if m.reassign_targets and any(type(q) is LeaderAndIsr and q.partition == req.partition
                                               and q.controller_epoch == req.controller_epoch for q in br.inbox):
                     continue   # FIFO: see _stop_replica_waits
-                extra = {"delete": req.delete} if m.reassign_targets else {}
+                # delete=false is named outside reassignment too (an OfflineReplica's);
+                # delete=true, a topic deletion's, keeps its old name there
+                extra = {"delete": req.delete} if m.reassign_targets or not req.delete else {}
                 out.append(action("DeliverStopReplica", broker=b, partition=req.partition,
                                   controller_epoch=req.controller_epoch, **extra))
 
@@ -152,11 +154,18 @@ def deliver_stop_replica(m, s: KafkaState, a: Action) -> KafkaState:
         br = br._replace(controller_epoch_seen=seen, partitions=put(br.partitions, p, NO_STATE),
                          assigned=put(br.assigned, p, ()), replicas=replicas)
     else:
-        # Stop fetching and leading; the log and the leader epoch stay (Kafka keeps the
-        # Partition, so a stale LeaderAndIsr is still refused).
+        # Stop fetching: the fetcher goes (ReplicaManager.stopReplicas ->
+        # removeFetcherForPartitions), and with it a truncation it still owed.  Nothing
+        # else changes: the log, the leader epoch (Kafka keeps the Partition, so a stale
+        # LeaderAndIsr is still refused) and a leader's leadership, which Kafka's
+        # stopReplica(delete=false) leaves alone (a StopReplica sent before the
+        # LeaderAndIsr that made the broker leader may arrive after it here, where
+        # requests in flight form a set).
         li = br.partitions[p]
-        if li.version != NO_STATE.version:
+        if li.version != NO_STATE.version and li.leader != b:
             br = br._replace(partitions=put(br.partitions, p, li._replace(leader=NO_LEADER)))
+        if br.replicas and br.replicas[p].truncating:
+            br = br._replace(replicas=put(br.replicas, p, br.replicas[p]._replace(truncating=False)))
         br = br._replace(controller_epoch_seen=seen)
     s = s._replace(brokers=put(s.brokers, b, br))
     if not req.delete:

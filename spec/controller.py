@@ -81,6 +81,18 @@ def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, tar
     return send_update_metadata(m, s._replace(brokers=tuple(brokers)), epoch, p, li, live)
 
 
+def send_stop_replica(s: KafkaState, ctx: ControllerContext, p: int, replicas, delete: bool) -> KafkaState:
+    """StopReplica(delete) for ``p`` to each of ``replicas`` the controller believes
+    live: ``ControllerChannelManager.sendRequest`` drops a request to a broker it
+    removed when it handled that broker's failure."""
+    req = StopReplica(ctx.epoch, p, delete)
+    brokers = list(s.brokers)
+    for x in replicas:
+        if ctx.live[x] > 0:
+            brokers[x] = brokers[x]._replace(inbox=add_request(brokers[x].inbox, req))
+    return s._replace(brokers=tuple(brokers))
+
+
 def newer_mark(s: KafkaState, ctx: ControllerContext, p: int) -> bool:
     """Kafka's "already written by another controller" check: before it elects a
     leader (``PartitionStateMachine.electLeaderForPartition`` in 0.10 and 0.11,
@@ -386,11 +398,15 @@ def remove_replica(m, s: KafkaState, c: int, p: int, r: int) -> KafkaState:
     the last member only with unclean election off; the model follows 2.x); then
     LeaderAndIsr to the other live replicas and UpdateMetadata.  A znode that a newer
     controller wrote fails the transition before the ISR is looked at (``newer_mark``):
-    nothing is written or sent and the replica keeps its state, as Kafka leaves a
-    replica whose transition failed."""
+    nothing is written and the replica keeps its state, as Kafka leaves a replica whose
+    transition failed.  Either way the replica is sent StopReplica(delete=false), so
+    that it stops fetching: Kafka batches it before the ISR removal, in every version
+    (a controlled shutdown's follower is the only live one; a dead broker's is dropped).
+    Only a write the controller-epoch fence fails sends nothing: 2.x's
+    ``ControllerMovedException`` leaves the batch unsent."""
     cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
     if newer_mark(s, s.brokers[c].ctx, p):
-        return s
+        return send_stop_replica(s, s.brokers[c].ctx, p, (r,), delete=False)
     if r in cached.isr:
         leader = NO_LEADER if cached.leader == r else cached.leader
         isr = cached.isr if len(cached.isr) == 1 else tuple(x for x in cached.isr if x != r)
@@ -402,6 +418,7 @@ def remove_replica(m, s: KafkaState, c: int, p: int, r: int) -> KafkaState:
         s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p],
                                  [x for x in ctx.ar[p] if live[x] and x != r], ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
+    s = send_stop_replica(s, ctx, p, (r,), delete=False)
     i = m.ar[p].index(r)
     rs = put(ctx.replica_states[p], i, OFFLINE_REPLICA)
     return with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, rs)))

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import election
-from spec.controller import (conditional_write, live_brokers, newer_mark, running_controllers,
+from spec.controller import (conditional_write, live_brokers, newer_mark, running_controllers, send_stop_replica,
                              send_leader_and_isr, watching_controllers, with_ctx)
 from spec.state import (
     NEW_REPLICA, NO_LEADER, NO_VERSION, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
-    REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, KafkaState, Reassignment, StopReplica, add_request,
-    put,
+    REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, KafkaState, Reassignment, put,
 )
 from spec.statemachines import legal_partition, legal_replica
 
@@ -212,15 +211,6 @@ def _move_replicas(m, ctx, p: int, replicas, target: str):
     return put(ctx.replica_states, p, rs)
 
 
-def _send_stop_replica(s: KafkaState, ctx, p: int, replicas, delete: bool) -> KafkaState:
-    req = StopReplica(ctx.epoch, p, delete)
-    brokers = list(s.brokers)
-    for x in replicas:
-        if ctx.live[x] > 0:   # a request to a broker the controller thinks dead is dropped
-            brokers[x] = brokers[x]._replace(inbox=add_request(brokers[x].inbox, req))
-    return s._replace(brokers=tuple(brokers))
-
-
 def _reassignment(s: KafkaState, a: Action):
     c, p = a.get("controller"), a.get("partition")
     ctx = s.brokers[c].ctx
@@ -328,14 +318,14 @@ def offline_old_replicas(m, s: KafkaState, a: Action) -> KafkaState:
         s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [x for x in ctx.ar[p] if live[x]],
                                  ctx.ar[p], ctx.live)
     ctx = s.brokers[c].ctx
-    s = _send_stop_replica(s, ctx, p, old, delete=False)
+    s = send_stop_replica(s, ctx, p, old, delete=False)
     return _advance(s, c, p, "8", replica_states=_move_replicas(m, ctx, p, old, OFFLINE_REPLICA))
 
 
 def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, ctx, r = _reassignment(s, a)
     old = removed(r)
-    s = _send_stop_replica(s, ctx, p, old, delete=True)
+    s = send_stop_replica(s, ctx, p, old, delete=True)
     return _advance(s, c, p, "9a", replica_states=_move_replicas(m, ctx, p, old, REPLICA_DELETION_STARTED))
 
 

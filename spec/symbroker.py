@@ -218,7 +218,8 @@ class BrokerEncoding:
             ok = z3.Not(fenced)
             u[f.seen[b]] = z3.If(ok, zmax(f.seen[b], ce), f.seen[b])
             view = f.view[b][q]
-            keep = LI(z3.If(view.version != -1, self.k(NO_LEADER), view.leader), view.leader_epoch, view.isr,
+            keep = LI(z3.If(z3.And(view.version != -1, view.leader != self.k(b)), self.k(NO_LEADER), view.leader),
+                      view.leader_epoch, view.isr,
                       view.controller_epoch, view.version)
             u.li(view, if_li(ok, if_li(d, self.no_state(), keep), view))
             a = f.assigned[b][q]

@@ -389,6 +389,9 @@ class ControllerEncoding:
             rs = ctx.rstate[q][i]
             u[rs] = z3.If(z3.Or(fenced, newer), rs, R_OFFLINE)
             self._flush(f, u, inbox)
+            # spec.controller.remove_replica also sends the replica StopReplica(delete=false)
+            # when the controller believes it live: only a controlled shutdown's replica,
+            # and this encoding refuses controlled shutdown, so it sends none
             return u.d
         return SymAction("RemoveReplicaFromIsr", (("controller", c), ("partition", q), ("replica", r)), guard, update,
                          lambda ev, f, p: [action("RemoveReplicaFromIsr", controller=c, partition=q, replica=r)])

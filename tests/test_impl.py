@@ -508,3 +508,43 @@ def test_kip320_a_restarted_leader_sent_its_own_epoch_again_starts_it_at_its_who
     for a in acts:
         impl.apply(a)
     assert not impl.enabled(expand)
+
+
+def test_a_controlled_shutdowns_follower_is_sent_stop_replica_and_stops_following():
+    """Kafka's OfflineReplica batches StopReplica(delete=false) to the replica before
+    it removes it from the ISR (``ReplicaStateMachine``, every version); for a live
+    broker, which only a controlled shutdown's follower is, the request arrives and
+    the broker stops following.  The model once sent none, and the reference broker
+    still must agree step by step."""
+    from spec.state import StopReplica
+    cfg = resolve(FAMILY, "shutdown", {})
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(", "DeliverLeaderAndIsr(broker=1",
+                          "ControlledShutdown(controller=0, broker=1)",
+                          "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)")
+    assert StopReplica(1, 0, False) in s.brokers[1].inbox
+    assert s.brokers[1].partitions[0].leader == 0
+    s, acts = prefix_path(m, *map(str, acts), "DeliverStopReplica(broker=1, partition=0, controller_epoch=1, delete=False)")
+    assert s.brokers[1].partitions[0].leader == -1
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+
+
+def test_a_leader_keeps_leading_through_stop_replica_without_delete():
+    """Kafka's stopReplica(delete=false) removes fetchers and nothing else.  Here the
+    StopReplica sent to controlled-shutdown broker 1 arrives after the LeaderAndIsr,
+    sent later, that made it leader (requests in flight form a set): it must go on
+    leading.  The model and the reference broker once both dropped its leadership,
+    and the partition stayed leaderless for ever (EventuallyLeaderElected failed on
+    ``shutdown`` in 14 steps)."""
+    cfg = resolve(FAMILY, "shutdown", {})
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, "ElectController(broker=1)", "ElectLeader(controller=1, partition=0, leader=0",
+                          "ControlledShutdown(controller=1, broker=1)", "DeliverLeaderAndIsr(broker=0",
+                          "DeliverLeaderAndIsr(broker=1", "ShrinkIsr(leader=0, partition=0, replica=1)",
+                          "RemoveReplicaFromIsr(controller=1, partition=0, replica=1)",
+                          "ExpandIsr(leader=0, partition=0, replica=1)", "CrashBroker(broker=0)",
+                          "BrokerFailure(controller=1, broker=0)", "ElectLeader(controller=1, partition=0, leader=1",
+                          "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
+                          "DeliverStopReplica(broker=1, partition=0, controller_epoch=1, delete=False)")
+    assert s.brokers[1].partitions[0].leader == 1
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None

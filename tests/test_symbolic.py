@@ -146,14 +146,16 @@ class _StopReach(KafkaSymbolic):
 
 
 def test_bmc_reaches_a_delivered_stop_replica_and_the_explicit_model_follows():
-    """Deeper into the bounded form: [0, 1] -> [1] on 2 brokers, a shortest run to a
-    removed replica that has applied step 8's StopReplica(delete=false); the FIFO rule
-    makes broker 0 apply the earlier LeaderAndIsr of that controller epoch first.  The
-    explicit model follows the run."""
-    cfg = config("reassign", brokers=2, reassignments="1")
-    res = bmc(_StopReach(KafkaConfig(**cfg)), 10, ["NoStoppedReplica"])
+    """Deeper into the bounded form: [0, 1] -> [0] on 2 brokers, a shortest run to a
+    removed follower that has applied step 8's StopReplica(delete=false) and stopped
+    following; the FIFO rule makes broker 1 apply the earlier LeaderAndIsr of that
+    controller epoch first.  (A removed leader, as in [0, 1] -> [1], keeps leading:
+    Kafka's stopReplica(delete=false) only removes the fetcher.)  The explicit model
+    follows the run."""
+    cfg = config("reassign", brokers=2, reassignments="0")
+    res = bmc(_StopReach(KafkaConfig(**cfg)), 11, ["NoStoppedReplica"])
     v = res.violation
-    assert v is not None and v.depth == 10 and v.actions[-1].name == "DeliverStopReplica"
+    assert v is not None and v.depth == 11 and v.actions[-1].name == "DeliverStopReplica"
     assert v.actions[-1].get("delete") is False and "ReassignOfflineOldReplicas" in [a.name for a in v.actions]
     model = FAMILY.build(cfg)
     [s] = list(model.init_states())
