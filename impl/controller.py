@@ -502,7 +502,8 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         unless it is the last member; then LeaderAndIsr to the other live replicas.  A
         state a newer controller wrote fails the transition: the replica keeps its state.
         The replica, if live, is sent StopReplica(delete=false) either way (batched
-        before the removal); a write the controller-epoch fence fails sends nothing."""
+        before the removal); a write the controller-epoch fence fails sends nothing (as
+        spec/controller.py remove_replica)."""
         ctx = self.ctx
         ctx.offline_owed.discard((tp, replica))
         out = []

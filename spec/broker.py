@@ -39,9 +39,10 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
         if not br.alive:
             continue
         for req in br.inbox:
-            # The AR a request carries and StopReplica's delete flag are only arguments
-            # when reassignment is configured: without it they are always the static AR
-            # and delete=true, and actions (hence traces) keep their earlier spelling.
+            # The AR a request carries is an argument only when reassignment is
+            # configured (without it, it is the static AR), and StopReplica's delete
+            # flag only then or when it is false (an OfflineReplica's), so that actions
+            # (hence traces) keep their earlier spelling.
             if type(req) is UpdateMetadata:
                 if not metadata.update_metadata_waits(br, req):
                     out.append(action("DeliverUpdateMetadata", broker=b, partition=req.partition,
@@ -73,7 +74,11 @@ def deliver_enabled(m, s: KafkaState, out: list) -> None:
 # epoch) would make the deleted replica a leader again.  The controller sends a
 # removed replica nothing for the partition after its StopReplica, so "earlier" is
 # "from the same controller epoch".  Applied only when reassignment is configured,
-# so that every other preset keeps its pinned numbers.
+# so that every other preset keeps its pinned numbers.  OfflineReplica's StopReplica
+# (to a controlled shutdown's follower) breaks that premise: a LeaderAndIsr sent later
+# (a reassignment's epoch bump) then holds it back, so the broker stops following after
+# that LeaderAndIsr instead of before it.  Every state in between is still reached, so
+# no safety verdict changes; docs/model.md lists it.
 
 
 def _request(m, s: KafkaState, a: Action):

@@ -402,8 +402,10 @@ def remove_replica(m, s: KafkaState, c: int, p: int, r: int) -> KafkaState:
     transition failed.  Either way the replica is sent StopReplica(delete=false), so
     that it stops fetching: Kafka batches it before the ISR removal, in every version
     (a controlled shutdown's follower is the only live one; a dead broker's is dropped).
-    Only a write the controller-epoch fence fails sends nothing: 2.x's
-    ``ControllerMovedException`` leaves the batch unsent."""
+    A write the controller-epoch fence fails sends nothing: 2.1's
+    ``ControllerMovedException`` leaves the batch unsent (Kafka's controlled shutdown
+    has sent the follower its own StopReplica before, which the model leaves out:
+    docs/model.md)."""
     cached = s.zk.partitions[p]   # removeReplicasFromIsr reads ZooKeeper first
     if newer_mark(s, s.brokers[c].ctx, p):
         return send_stop_replica(s, s.brokers[c].ctx, p, (r,), delete=False)

@@ -179,7 +179,7 @@ class BrokerEncoding:
     def _deliver_stop(self, b: int, q: int, j: int | None = None) -> SymAction:
         """DeliverStopReplica (spec/broker.py): FIFO after the LeaderAndIsr requests of
         the same controller epoch for the partition; delete=true forgets the replica,
-        delete=false only its leadership.  (The response to a topic deletion's
+        delete=false only its fetching (a leader keeps leading).  (The response to a topic deletion's
         StopReplica is not encoded: topic deletion is refused.)"""
         args: tuple = (("broker", b), ("partition", q))
         if j is None:
