@@ -545,13 +545,8 @@ def start_replica_deletion(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, r = a.get("controller"), a.get("partition"), a.get("replica")
     ctx = s.brokers[c].ctx
     i = m.ar[p].index(r)
-    if ctx.live[r] > 0:
-        st = REPLICA_DELETION_STARTED
-        req = StopReplica(ctx.epoch, p, True)
-        br = s.brokers[r]
-        s = s._replace(brokers=put(s.brokers, r, br._replace(inbox=add_request(br.inbox, req))))
-    else:
-        st = REPLICA_DELETION_INELIGIBLE
+    st = REPLICA_DELETION_STARTED if ctx.live[r] > 0 else REPLICA_DELETION_INELIGIBLE
+    s = send_stop_replica(s, ctx, p, (r,), delete=True)
     ctx = s.brokers[c].ctx
     return with_ctx(s, c, ctx._replace(replica_states=put(ctx.replica_states, p, put(ctx.replica_states[p], i, st))))
 
