@@ -23,8 +23,9 @@ carries what the deterministic driver (impl/cluster.py) carries in one process.
 - The fetcher: a thread that, for every partition this broker follows, runs the
   OffsetsForLeaderEpoch exchange when truncating, else a fetch, against the leader.
 - The leader's timers: a follower of the ISR that has not caught up with the leader's
-  log end for ``replica.lag.time.max.ms`` is shrunk out (``maybe_shrink_isr``); a
-  follower that may join is expanded in (``maybe_expand_isr``).
+  log end for ``replica.lag.time.max.ms`` is shrunk out (``maybe_shrink_isr``).  A
+  follower that may join is expanded in while the leader answers its fetch
+  (``maybe_expand_isr``), as Kafka does, never from a LEO an earlier fetch left.
 - DelayedProduce: an acks=all produce is answered once the HW passed the record while
   this broker still leads in the epoch it was written in; otherwise, after the request
   timeout or a leadership change, with an error (the producer then does not count it).
@@ -299,11 +300,20 @@ class BrokerNode:
                         if rm.maybe_shrink_isr(tp, r):
                             self.log(f"shrank {r} out of the ISR of {tp}")
                             self.persist()
-                    elif r not in p.isr and rm.can_expand_isr(tp, r):
-                        if rm.maybe_expand_isr(tp, r):
-                            self.caught_up[(tp, r, p.leader_epoch)] = now    # it has just caught up
-                            self.log(f"expanded the ISR of {tp} with {r}")
         self.guarded("leader timers", step)
+
+    def maybe_expand_isr(self, tp, follower: int) -> None:
+        """Kafka adds a follower to the ISR while it handles that follower's fetch
+        (``Partition.updateReplicaLogReadResult`` calls ``maybeExpandIsr``), so with the
+        LEO of a fetch this leader answered in its current leader epoch (2.1 fences one
+        from another).  A timer reading the LEO that a fetch of an earlier epoch left (a
+        leader re-elected in a new epoch keeps them, ``Partition.makeLeader``) would add a
+        follower that has not yet applied the new epoch, which Kafka 2.1 cannot do."""
+        rm = self.server.replica_manager
+        p = rm.leader_partition(tp)
+        if p is not None and follower not in p.isr and rm.maybe_expand_isr(tp, follower):
+            self.caught_up[(tp, follower, p.leader_epoch)] = time.monotonic()    # it has just caught up
+            self.log(f"expanded the ISR of {tp} with {follower}")
 
     def main_loop(self) -> None:
         while not self.stopping.is_set():
@@ -378,8 +388,10 @@ class BrokerNode:
             with self.lock:
                 resp = rm.handle_fetch(msg)
                 p = rm.leader_partition(msg.topic_partition)
-                if resp.error == NONE and p is not None and msg.fetch_offset >= resp.log_end_offset:
-                    self.caught_up[(msg.topic_partition, msg.replica_id, p.leader_epoch)] = time.monotonic()
+                if resp.error == NONE and p is not None:
+                    if msg.fetch_offset >= resp.log_end_offset:
+                        self.caught_up[(msg.topic_partition, msg.replica_id, p.leader_epoch)] = time.monotonic()
+                    self.guarded("ISR expansion", lambda: self.maybe_expand_isr(msg.topic_partition, msg.replica_id))
                 self.persist()
             return resp
         if isinstance(msg, OffsetsForLeaderEpochRequest):
