@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from impl import election as E
 from impl.config import BrokerConfig
 from impl.reassignment import ReassignmentSteps
-from impl.requests import LeaderAndIsrRequest, Send, UpdateMetadataRequest
+from impl.requests import LeaderAndIsrRequest, Send, StopReplicaRequest, UpdateMetadataRequest
 from impl.statechange import StateChangeLogger
 from impl.statemachines import (
     NEW_PARTITION,
@@ -181,6 +181,14 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
 
     def _live(self) -> set:
         return set(self.ctx.live_broker_epochs)
+
+    def send_stop_replica(self, tp: TopicPartition, replicas, delete: bool) -> list:
+        """StopReplica to each of ``replicas`` the controller believes live (Kafka's
+        ``ControllerChannelManager`` has no channel to a broker it saw fail); the
+        OfflineReplica transition, reassignment and topic deletion all send it so, as
+        spec/controller.py send_stop_replica does."""
+        live = self._live()
+        return [Send(x, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, delete)) for x in replicas if x in live]
 
     def _written_by_newer(self, zk_state: LeaderAndIsr | None) -> bool:
         """Kafka's "already written by another controller" check on the state it read
@@ -511,7 +519,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         if self._written_by_newer(zk_state):
             self._trace(f"Leader and isr of {tp} written by a newer controller; {replica} stays "
                         f"{ctx.replica_states.get((tp, replica), NON_EXISTENT_REPLICA)}")
-            return self._stop_replicas(tp, (replica,), delete=False)
+            return self.send_stop_replica(tp, (replica,), delete=False)
         if zk_state is not None and replica in zk_state.isr:
             leader = NO_LEADER if zk_state.leader == replica else zk_state.leader
             isr = zk_state.isr if len(zk_state.isr) == 1 else tuple(x for x in zk_state.isr if x != replica)
@@ -526,7 +534,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
             live = self._live()
             out = self._leader_and_isr(tp, li, [x for x in ctx.assignments[tp] if x in live and x != replica])
         self._replica_state(tp, replica, OFFLINE_REPLICA)
-        return out + self._stop_replicas(tp, (replica,), delete=False)
+        return out + self.send_stop_replica(tp, (replica,), delete=False)
 
     # -- ISR change notifications ----------------------------------------------------------------------
     def isr_changed_partitions(self) -> list[TopicPartition]:

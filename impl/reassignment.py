@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from impl import election as E
-from impl.requests import Send, StopReplicaRequest
 from impl.statemachines import (
     NEW_REPLICA,
     NON_EXISTENT_REPLICA,
@@ -226,17 +225,12 @@ class ReassignmentSteps:
                                                 li.zk_version, self._epoch_check())
             self.ctx.leadership[tp] = new
             out += self._leader_and_isr(tp, new, [x for x in self.ctx.assignments[tp] if x in live])
-        out += self._stop_replicas(tp, r.removed, delete=False)
+        out += self.send_stop_replica(tp, r.removed, delete=False)
         self._move(tp, r.removed, OFFLINE_REPLICA)
         return out
 
-    def _stop_replicas(self, tp, replicas, delete: bool) -> list:
-        live = self._live()
-        return [Send(x, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, delete))
-                for x in replicas if x in live]       # no request to a broker believed dead
-
     def _reassign_step_9a(self, tp, r):
-        out = self._stop_replicas(tp, r.removed, delete=True)
+        out = self.send_stop_replica(tp, r.removed, delete=True)
         self._move(tp, r.removed, REPLICA_DELETION_STARTED)
         return out
 

@@ -21,7 +21,7 @@ controller's watch on /admin/delete_topics queues.
 
 from __future__ import annotations
 
-from impl.requests import Send, StopReplicaRequest, StopReplicaResponse
+from impl.requests import StopReplicaResponse
 from impl.statemachines import (
     NON_EXISTENT_PARTITION,
     NON_EXISTENT_REPLICA,
@@ -90,7 +90,7 @@ class TopicDeletionSteps:
         if replica in self.ctx.live_broker_epochs:
             self._replica_state(tp, replica, REPLICA_DELETION_STARTED)
             self._trace(f"Sending StopReplica (delete=true) to broker {replica} for partition {tp}")
-            return [Send(replica, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, True))]
+            return self.send_stop_replica(tp, (replica,), delete=True)
         self._replica_state(tp, replica, REPLICA_DELETION_INELIGIBLE)
         return []
 
