@@ -57,7 +57,7 @@ from checker.result import DEADLOCK, INTERRUPTED, VIOLATED
 from checker.runoutputs import check_junit, write_report
 from checker.search import Settings
 from checker.shellquote import shell_join
-from checker.trace import trace_clash, write_trace
+from checker.trace import refuse_trace_names, write_trace
 
 __all__ = ["build_parser", "main", "load_family", "EXIT_CODES"]
 
@@ -153,7 +153,7 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     outputs = (("--report", args.report), ("--junit", args.junit))
     reads = [("--config", args.config), *(("--invariants", f) for f in args.invariants or [])]
     dirs = [("--checkpoint", args.checkpoint), ("--resume", args.resume)]
-    check_outputs(outputs, args.force, reads=reads, dirs=dirs)
+    check_outputs(outputs, args.force, reads=reads, dirs=dirs, early=True)    # before an input is run
     engine = _engine(args)
     if engine == "spark" and args.spark_master is not None:
         from checker.spark.session import master_problem
@@ -165,8 +165,6 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
     model = _build(family, config)
     model_props = _model_properties(model)
     user_props = user_properties(args.invariants or [], model_props)
-    # again, now that the model's module is loaded: an output must not be its source
-    check_outputs(outputs, args.force, reads=reads, dirs=dirs)
     props = model_props + user_props
     custom = config != resolve(family, preset, {})
     deadlock_flags(args.property, args.no_deadlock)
@@ -189,12 +187,12 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
                      model=model, props=props, model_props=model_props, user_props=user_props,
                      check_deadlock=check_deadlock, engine=engine, live=live, command=command,
                      invariants=list(args.invariants or []))
-    # a trace is saved only after the search, under a name known before it
+    # Again, now that the model's module is loaded (an output must not be its source)
+    # and the names the run's traces may take are known (a trace is saved only after
+    # the search, under a name known before it): a clash with one first.
     saved = [p.name for p in props] + ([DEADLOCK] if check_deadlock else [])
-    for flag, path in outputs:
-        problem = path and trace_clash(path, flag, args.traces_dir, saved, plan.label)
-        if problem:
-            raise UsageError(problem)
+    refuse_trace_names(outputs, args.traces_dir, saved, [plan.label])
+    check_outputs(outputs, args.force, reads=reads, dirs=dirs)
     return plan
 
 

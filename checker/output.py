@@ -121,15 +121,25 @@ def _another_name(force: bool | None) -> str:
 
 
 def check_output(path: str, force: bool | None, flag: str = "-o", *, reads: Iterable[Named] = (),
-                 dirs: Iterable[Named] = ()) -> None:
+                 dirs: Iterable[Named] = (), early: bool = False) -> None:
     """Fail before the work, not after it, when ``path`` could not or must not be
     written: not a regular file (a link, a directory, a FIFO...), one of the
     command's inputs (``reads``: (what, path) pairs; ``dirs``: directories it reads
     or keeps), an existing file without ``force`` (None: the command has no
-    ``--force``), or a directory that is not there or not writable."""
+    ``--force``), or a directory that is not there or not writable.
+
+    ``early``: only what the path is (not a regular file, an input), for a check
+    made before the command loads its inputs, which must not be run or read as
+    anything else first.  The file there and its directory are then checked with
+    the command's own rules, once it knows them (the names of the traces it may
+    save: :func:`checker.trace.refuse_trace_names`), so that a name a trace may take
+    in a ``--traces-dir`` not created yet is refused for that, not sent to create
+    the directory (or add ``--force``) first and be refused then."""
     problem = not_regular(path, flag) or input_problem(path, flag, reads, dirs)
     if problem:
         raise UsageError(problem)
+    if early:
+        return
     p = Path(path)
     if _lstat(p) is not None and not force:
         raise UsageError(f"{flag} '{path}' exists; it is not overwritten: {_another_name(force)}")
@@ -141,7 +151,7 @@ def check_output(path: str, force: bool | None, flag: str = "-o", *, reads: Iter
 
 
 def check_outputs(outputs: Sequence[Named], force: bool, *, reads: Iterable[Named] = (),
-                  dirs: Iterable[Named] = ()) -> None:
+                  dirs: Iterable[Named] = (), early: bool = False) -> None:
     """``check_output`` for each output given (``(flag, path)``; a None path is an
     option not given), after refusing two outputs that name the same file."""
     given = [(flag, path) for flag, path in outputs if path is not None]
@@ -152,7 +162,7 @@ def check_outputs(outputs: Sequence[Named], force: bool, *, reads: Iterable[Name
                 raise UsageError(f"{other} '{other_path}' and {flag} '{path}' are the same file; one would replace "
                                  f"the other: give each its own name")
     for flag, path in given:
-        check_output(path, force, flag, reads=reads, dirs=dirs)
+        check_output(path, force, flag, reads=reads, dirs=dirs, early=early)
 
 
 def _temporary(p: Path, data: bytes, flag: str, path: str | Path) -> Path:

@@ -104,8 +104,8 @@ def trace_clash(path: str, flag: str, directory: str, properties: Sequence[str],
     ``properties`` (names): it is that directory or one above it, or it has a name
     ``write_trace`` may give the trace of one of the properties
     (``<Property>-<label>-<8 hex digits>[-N].json``, the fingerprint being known
-    only after the search); None when it is neither.  Made before the search, so
-    that a clash is refused before the work instead of after it."""
+    only after the work); None when it is neither.  Made before the work (a search,
+    a replay, a proof), so that a clash is refused before it instead of after it."""
     if same_file(path, directory):
         return (f"--traces-dir '{directory}' and {flag} '{path}' are the same file; one would replace the other: "
                 f"give each its own name")
@@ -121,6 +121,22 @@ def trace_clash(path: str, flag: str, directory: str, properties: Sequence[str],
                     f"--traces-dir '{directory}'; a trace is never overwritten, with or without --force: name "
                     f"another file for {flag}")
     return None
+
+
+def refuse_trace_names(outputs: Sequence[tuple[str, str | None]], directory: str, properties: Sequence[str],
+                       labels: Sequence[str]) -> None:
+    """Raise UsageError, before the work, for the first output (``(flag, path)``; a
+    None path is an option not given) that :func:`trace_clash` finds clashing with a
+    trace the run may save under one of ``labels``: one for ``kmc check`` and ``kmc
+    prove --confirm``, one per trace file replayed or preset explored for ``kmc
+    conform``.  The commands call it before their other output checks, so that an
+    output named as a trace in a ``--traces-dir`` not yet created is refused for
+    what it is, not sent to create the directory first and be refused then."""
+    for flag, path in outputs:
+        for label in dict.fromkeys(labels):
+            problem = path and trace_clash(path, flag, directory, properties, label)
+            if problem:
+                raise UsageError(problem)
 
 
 def default_command() -> str:

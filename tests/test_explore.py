@@ -537,9 +537,7 @@ def test_check_refuses_an_output_a_trace_could_be_saved_as_before_the_search(tmp
         if not present:
             saved.unlink()
         for args, needle in cases:
-            for force in ([], ["--force"]):
-                if present and not force and args[1] == name:
-                    continue                            # "exists; it is not overwritten"
+            for force in ([], ["--force"]):     # the trace there: the clash, not "exists" (add --force)
                 r = kmc("check", "--preset", "zombie", *args, *force, cwd=tmp_path)
                 one_line_error(r, needle)
                 assert r.stdout == "" and "distinct states" not in r.stderr, (args, force)
@@ -554,6 +552,10 @@ def test_check_refuses_an_output_a_trace_could_be_saved_as_before_the_search(tmp
     assert (tmp_path / saved.name).read_text().startswith("<?xml")
     assert load_trace(saved).property_name == "ControllerEpochFencing"
     assert (tmp_path / f"traces/{saved.stem.replace('zombie', 'tiny')}.json").read_text().startswith("<!")
+    # a --traces-dir not created yet: the clash is refused, not the missing directory first
+    r = kmc("check", "--preset", "zombie", "--traces-dir", "new", "--report", f"new/{saved.name}", cwd=tmp_path)
+    one_line_error(r, f"--report 'new/{saved.name}' is a name under which this command may save the trace of")
+    assert r.stdout == "" and not (tmp_path / "new").exists()
 
 
 def test_a_report_links_its_pages_whatever_characters_its_name_holds(tmp_path):

@@ -15,7 +15,7 @@ from checker.result import VIOLATED
 from checker.replay import replay
 from checker.statediff import ABSENT, diff, flatten
 from checker.staterender import render_change, render_changes, render_state, show_value
-from checker.trace import FORMAT_VERSION, load_trace, trace_clash, write_trace
+from checker.trace import FORMAT_VERSION, load_trace, refuse_trace_names, trace_clash, write_trace
 from tests.toys import FAMILY
 
 
@@ -250,6 +250,18 @@ def test_trace_clash_knows_every_name_write_trace_gives(tmp_path):
     assert (trace_clash(str(tmp_path / "o.html"), "--report", str(tmp_path / "o.html" / "t"), [], "x")
             == f"--traces-dir '{tmp_path / 'o.html' / 't'}' is inside --report '{tmp_path / 'o.html'}', which this "
                f"command writes as a file: give each its own name")
+
+
+def test_refuse_trace_names_tries_every_output_and_label(tmp_path):
+    """kmc conform saves a divergence under the label of each trace file it replays
+    (and of --preset): a name under any of them is refused, an option not given
+    (None) is skipped, a name under no label is not."""
+    outputs = [("--report", None), ("--junit", str(tmp_path / "Conformance-b-custom-0123abcd.json"))]
+    with pytest.raises(UsageError, match=r"^--junit '.*' is a name under which this command may save the trace "
+                                         r"of Conformance"):
+        refuse_trace_names(outputs, str(tmp_path), ["Conformance"], ["a", "b-custom", "a"])
+    refuse_trace_names(outputs, str(tmp_path), ["Conformance"], ["a", "b"])
+    refuse_trace_names(outputs, str(tmp_path), ["Other"], ["b-custom"])
 
 
 def write_doc(tmp_path, doc, name="t.json"):
