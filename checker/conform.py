@@ -450,6 +450,9 @@ class _Quiet(Visitor):
         self.out.setdefault(canonical(obs), obs)
 
 
+PROPERTY = "Conformance"     # the property a saved divergence's trace names (and is named after)
+
+
 def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: str,
          preset: str | None = None, label: str | None = None, command: str | None = None) -> Path:
     """Save ``d``'s path as a trace (property ``Conformance``) in ``directory``; an
@@ -463,7 +466,7 @@ def save(harness: Harness, d: Divergence, directory: str | Path, *, family_ref: 
         raise
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"replaying the diverging path in the model raised {_exc(e)}") from e
-    v = Violation("Conformance", "conformance", path, message=d.summary)
+    v = Violation(PROPERTY, "conformance", path, message=d.summary)
     extra = {"probe": [action_to_json(d.extra)]} if d.kind == EXTRA and d.extra is not None else None
     try:
         return write_trace(directory, family_ref=family_ref, model=harness.model, config=harness.config,

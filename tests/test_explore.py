@@ -620,6 +620,40 @@ def test_conform_and_prove_refuse_a_junit_that_is_an_input(tmp_path):
     assert "steps" not in r.stdout and (tmp_path / "kmodel.py").read_text() == "from spec.family import FAMILY\n"
 
 
+def test_conform_refuses_a_junit_a_trace_could_be_saved_as_before_any_replay(tmp_path):
+    """--junit named as the trace a divergence may be saved as (was: the whole replay,
+    the trace saved, then "was created by something else while kmc ran" and exit 2,
+    the divergence's exit 1 lost; with --force the JUnit XML in the trace's place),
+    or as --traces-dir: refused before any replay, also when --traces-dir does not
+    exist yet (the clash, not "create it first")."""
+    model = ("--model", "tests.conform_toys:FAMILY")
+    preset = (*model, "--preset", "deeper", "--set", "bug=truncate-off-by-one")
+    r = kmc("conform", *preset, "--traces-dir", "traces", "--quiet", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    traces = tmp_path / "traces"
+    saved = next(traces.glob("Conformance-deeper-custom-*.json"))
+    text = saved.read_text()
+    other = f"Conformance-deeper-custom-{'0' * 8}.json"     # the name another divergence may take
+    cases = [
+        # --preset: the preset's label; a trace file: the label of its preset and config
+        (preset, "traces", f"traces/{saved.stem}-2.json", "may save the trace of Conformance in --traces-dir 'traces'"),
+        ((saved, *model), "traces", f"traces/{other}", "may save the trace of Conformance"),
+        ((ZOMBIE,), "traces", "traces/Conformance-zombie-0123abcd.json", "may save the trace of Conformance"),
+        (preset, "new", f"new/{other}", f"--junit 'new/{other}' is a name under which this command may save"),
+        ((ZOMBIE,), "t2", "t2", "--traces-dir 't2' and --junit 't2' are the same file"),
+    ]
+    for args, directory, junit, needle in cases:
+        for force in ([], ["--force"]):
+            r = kmc("conform", *args, "--traces-dir", directory, "--junit", junit, *force, cwd=tmp_path)
+            one_line_error(r, needle)
+            assert r.stdout == "", (args, force)            # no header, nothing replayed
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"], (args, force)
+            assert [p.name for p in traces.iterdir()] == [saved.name] and saved.read_text() == text
+    # another label's name is a file like any other
+    r = kmc("conform", *preset, "--junit", "traces/Conformance-tiny-0123abcd.json", "--quiet", cwd=tmp_path)
+    assert r.returncode == 1 and (traces / "Conformance-tiny-0123abcd.json").read_text().startswith("<?xml")
+
+
 def test_conform_and_prove_write_junit(tmp_path):
     model = ("--model", "tests.conform_toys:FAMILY")
     r = kmc("conform", *model, "--preset", "deeper", "--set", "bug=truncate-off-by-one", "--traces-dir",

@@ -27,6 +27,7 @@ from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
 from checker.errors import describe_exception as _exc
 from checker.shellquote import shell_quote
+from checker.trace import refuse_trace_names
 
 DEFAULT_DEPTH = 50
 PROGRESS_SECONDS = 2.0
@@ -117,6 +118,10 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
         case["model"] = build_model(family, case["config"])
     except UsageError as e:     # the family's build raised ValueError
         case["unfit"] = f"its config is rejected by model family {ref!r}: {e}"
+        return case
+    custom = not trace.preset or trace.preset not in family.presets or \
+        case["config"] != resolve(family, trace.preset, {})
+    case["label"] = f"{trace.preset}-custom" if trace.preset and custom else trace.preset or "custom"
     return case
 
 
@@ -127,6 +132,7 @@ def _fail(args: argparse.Namespace, message: str, command: str) -> None:
 
 
 def cmd_conform(args: argparse.Namespace, command: str) -> int:
+    from checker.conform import PROPERTY
 
     if not args.traces and not args.preset:
         raise UsageError("nothing to replay: name trace files (kmc conform TRACE...) or a preset "
@@ -145,10 +151,16 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
                          f"kmc conform FILE")
     reads = [("the trace", t) for t in args.traces]
     dirs = [("--known", args.known)] if args.preset else []
-    if args.junit:
-        check_output(args.junit, args.force, "--junit", reads=reads, dirs=dirs)
+    if args.junit:      # before a trace file is read as a trace
+        check_output(args.junit, args.force, "--junit", reads=reads, dirs=dirs, early=True)
     cases = [_trace_case(t, args.model) for t in args.traces]   # every file is checked before any replay
-    if args.junit and cases:    # again, now that the traces' families are loaded: never their source
+    plan = _preset_plan(args) if args.preset else None
+    # Again, once the families' modules are loaded (never their source) and the names a
+    # divergence's trace may be saved under are known (one label per trace file and
+    # preset), before any replay: a clash with one first.
+    labels = [c["label"] for c in cases if c["unfit"] is None] + ([plan["label"]] if plan else [])
+    refuse_trace_names([("--junit", args.junit)], args.traces_dir, [PROPERTY], labels)
+    if args.junit:
         check_output(args.junit, args.force, "--junit", reads=reads, dirs=dirs)
     progress = _Progress(args.quiet)
     status = EXIT_OK
@@ -161,7 +173,7 @@ def cmd_conform(args: argparse.Namespace, command: str) -> int:
         status = max(status, got)
     if args.preset:
         args.failures, start = [], time.monotonic()
-        got = _conform_preset(args, command, progress)
+        got = _conform_preset(args, plan, command, progress)
         results.append(_junit_case(f"preset {args.preset}", got, args.failures, time.monotonic() - start))
         status = max(status, got)
     if args.junit:
@@ -211,11 +223,8 @@ def _conform_trace(path: str, case: dict[str, Any], args: argparse.Namespace, co
     if d is None:
         print(f"{path}: conforms ({n} step{'s' if n != 1 else ''})")
         return EXIT_OK
-    from checker.config import resolve
-    custom = not trace.preset or trace.preset not in case["family"].presets or \
-        case["config"] != resolve(case["family"], trace.preset, {})
-    label = f"{trace.preset}-custom" if trace.preset and custom else trace.preset or "custom"
-    return _report(harness, d, args, command, case["ref"], trace.preset, label, given=(path, actions, case["probe"]))
+    return _report(harness, d, args, command, case["ref"], trace.preset, case["label"],
+                   given=(path, actions, case["probe"]))
 
 
 def _initial(model: Any, trace: Any) -> Any:
@@ -258,20 +267,27 @@ def _report(harness: Any, d: Any, args: argparse.Namespace, command: str, ref: s
     return EXIT_FAIL
 
 
-def _conform_preset(args: argparse.Namespace, command: str, progress: _Progress) -> int:
+def _preset_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """--preset's family, configuration, model, implementation and the label its
+    divergence is saved under, resolved before any replay: bad input fails here, and
+    the label names the trace --junit must not be."""
     from checker.config import parse_set, resolve
-    from checker.conform import (
-        Harness, NotInModel, covering_set, fewest_steps, load_implementation, random_walks,
-    )
-    from checker.graph import explore
-    from checker.prefixes import pickled, replay
+    from checker.conform import load_implementation
 
     family, ref = load_family(args.model)
     config = resolve(family, args.preset, parse_set(args.set))
     custom = config != resolve(family, args.preset, {})
-    model = build_model(family, config)
-    impl = load_implementation(family, ref)
-    label = f"{args.preset}-custom" if custom else args.preset
+    return {"family": family, "ref": ref, "config": config, "custom": custom, "model": build_model(family, config),
+            "impl": load_implementation(family, ref), "label": f"{args.preset}-custom" if custom else args.preset}
+
+
+def _conform_preset(args: argparse.Namespace, plan: dict[str, Any], command: str, progress: _Progress) -> int:
+    from checker.conform import Harness, NotInModel, covering_set, fewest_steps, random_walks
+    from checker.graph import explore
+    from checker.prefixes import pickled, replay
+
+    family, ref, config, custom, model, impl, label = (
+        plan[k] for k in ("family", "ref", "config", "custom", "model", "impl", "label"))
     print(f"kmc conform: model {model.name} {model.version} (family {ref}), preset {args.preset}"
           f"{' with overrides' if custom else ''}; implementation {family.implementation}")
     print(config_text("config: ", config))
