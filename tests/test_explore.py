@@ -654,6 +654,32 @@ def test_conform_refuses_a_junit_a_trace_could_be_saved_as_before_any_replay(tmp
     assert r.returncode == 1 and (traces / "Conformance-tiny-0123abcd.json").read_text().startswith("<?xml")
 
 
+def test_prove_confirm_refuses_a_junit_its_trace_could_be_saved_as_before_proving(tmp_path):
+    """kmc prove --confirm saves a trace: --junit named as it, or as --traces-dir, is
+    refused before z3 is asked (whether --traces-dir exists yet or not); without
+    --confirm no trace is saved, and the name is a file like any other."""
+    prove = ("prove", "--preset", "zombie", "--invariant", "ControllerEpochFencing")
+    name = "ControllerEpochFencing-zombie-86b9dc15.json"     # the trace --confirm saves (tests/test_symbolic.py)
+    cases = [
+        (["--junit", f"traces/{name}"], f"--junit 'traces/{name}' is a name under which this command may save the "
+                                        f"trace of ControllerEpochFencing in --traces-dir 'traces'"),
+        (["--junit", "traces/LeaderInIsr-zombie-0123abcd-2.json"], "may save the trace of LeaderInIsr"),
+        (["--junit", "t", "--traces-dir", "t"], "--traces-dir 't' and --junit 't' are the same file"),
+    ]
+    for present in (False, True):
+        if present:
+            (tmp_path / "traces").mkdir()
+        for args, needle in cases:
+            for force in ([], ["--force"]):
+                r = kmc(*prove, "--confirm", *args, *force, cwd=tmp_path)
+                one_line_error(r, needle)
+                assert r.stdout == "", (args, force)    # no header, no proof, no CTI
+                assert sorted(p.name for p in tmp_path.rglob("*")) == (["traces"] if present else []), (args, force)
+    r = kmc(*prove, "--quiet", "--junit", f"traces/{name}", cwd=tmp_path)
+    assert r.returncode == 1 and "NOT INDUCTIVE" in r.stdout, r.stdout + r.stderr
+    assert (tmp_path / "traces" / name).read_text().startswith("<?xml")
+
+
 def test_conform_and_prove_write_junit(tmp_path):
     model = ("--model", "tests.conform_toys:FAMILY")
     r = kmc("conform", *model, "--preset", "deeper", "--set", "bug=truncate-off-by-one", "--traces-dir",

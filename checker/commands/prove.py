@@ -24,11 +24,13 @@ import sys
 from typing import Any
 
 from checker.cmdline import (
-    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, para, path_arg, positive, reopen_args, wrap,
+    EXIT_FAIL, EXIT_OK, build_model, check_traces_dir, fail, model_properties, para, path_arg, positive, reopen_args,
+    wrap,
 )
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
+from checker.trace import refuse_trace_names
 
 CONFIRM_MAX_STATES = 200_000   # --confirm's default bound on the explicit state graph
 
@@ -92,12 +94,17 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
         args.traces_dir = "traces"
     if args.confirm:
         check_traces_dir(args.traces_dir)
-    reads = _reads(args)
-    if args.junit:
-        check_output(args.junit, args.force, "--junit", reads=reads)
+    if args.junit:      # before --config is read
+        check_output(args.junit, args.force, "--junit", reads=_reads(args), early=True)
     family, family_ref, preset, config, custom, sym = load(args)
-    if args.junit:      # again, now that the family's module is loaded: never its source
-        check_output(args.junit, args.force, "--junit", reads=reads)
+    # Again, now that the family's module is loaded (never its source) and, with
+    # --confirm, the names its trace may be saved under are known (a property of the
+    # explicit model, as kmc check's), before z3 is asked: a clash with one first.
+    if args.confirm and args.junit:
+        saved = [p.name for p in model_properties(build_model(family, config))]
+        refuse_trace_names([("--junit", args.junit)], args.traces_dir, saved, [_label(preset, custom)])
+    if args.junit:
+        check_output(args.junit, args.force, "--junit", reads=_reads(args))
     names = list(dict.fromkeys(args.invariant))
     select_invariants(sym, names)  # an unknown name is bad input before any work
     taken = [inv.name for inv in sym.invariants()] + [TYPE_OK]
@@ -177,6 +184,11 @@ def _write_junit(args: argparse.Namespace, names: list[str], res: Any, command: 
                  reads=_reads(args))
 
 
+def _label(preset: str | None, custom: bool) -> str:
+    """The label --confirm's trace is saved under (checker.trace.write_trace's name)."""
+    return f"{preset}-custom" if custom else preset or "custom"
+
+
 def _reads(args: argparse.Namespace) -> list:
     """The files kmc prove reads, which --junit must never be."""
     return [("--config", args.config), *(("--lemmas", f) for f in args.lemmas)]
@@ -219,9 +231,8 @@ def _confirm(args, command, family_ref, family, preset, config, custom, sym, nam
     steps = replay_path(model, [a for _s, a, _d in path] + [act])
     v = Violation(cti.broken, "always", [Step(s.action, s.state, s.fingerprint) for s in steps],
                   f"{cti.broken} is broken by {act} from a reachable state (kmc prove --confirm)")
-    label = f"{preset}-custom" if custom else preset
     trace = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
-                        violation=v, engine="prove", command=command, label=label)
+                        violation=v, engine="prove", command=command, label=_label(preset, custom))
     print(f"CONFIRMED: reachable in {len(steps) - 1} steps: the explicit {cti.broken} fails on the last step, "
           f"and z3 agrees (that state satisfies every conjunct, and its symbolic step to the explicit successor "
           f"breaks {cti.broken})", file=out)
