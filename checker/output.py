@@ -8,8 +8,8 @@ target's place is refused, as is a target that is one of the files the command r
 (a trace, ``--config``, ``--invariants``...) or the source of a Python module it runs
 (the model family's), or lies in a directory it reads or keeps
 (``--checkpoint``, ``--resume``, ``--known``), and two outputs of one command that
-name the same file (``kmc check``'s outputs and the traces it saves:
-:func:`checker.trace.trace_clash`).  The check is made before the work and again when
+name the same file (a command's outputs and the traces it saves, in ``kmc check``,
+``kmc conform`` and ``kmc prove --confirm``: :func:`checker.trace.trace_clash`).  The check is made before the work and again when
 the file is written, in case the target changed during the run.
 """
 
