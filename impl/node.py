@@ -35,6 +35,9 @@ carries what the deterministic driver (impl/cluster.py) carries in one process.
   with the directory kept reads them back.  ``state-change.log`` is appended as the
   core writes it, each line stamped with the wall clock in microseconds (the brokers
   share one machine, so the logs merge by it).
+- A started process serves no request before it has registered (Kafka 2.x's
+  ``KafkaServer.startup`` registers before it starts the request handlers): until
+  then every connection is closed unread, and the sender, producer or fetcher retries.
 - A ZooKeeper session expiry (``SessionExpiredError`` from any call) closes the old
   session and opens a new one (``KafkaServer.on_session_expired``); the main loop then
   registers the broker again, and a controller that lost ``/controller`` resigns.
@@ -164,6 +167,7 @@ class BrokerNode:
         self.logs_path = self.dir / "logs.json"
         self.lock = threading.RLock()
         self.stopping = threading.Event()
+        self.serving = threading.Event()    # set once this process has registered (KafkaServer.startup)
         self.await_brokers = await_brokers
         self.zk_writes = open(self.dir / "zk-writes.log", "a", buffering=1, encoding="utf-8")
         self.store = RecordingStore(ZooKeeperStore(hosts, session_timeout=session_timeout), self.zk_writes.write)
@@ -262,6 +266,7 @@ class BrokerNode:
                              f"0x{st.ephemeral_owner if st else 0:x} (mine: 0x{s.zk.session:x}); waiting for it to expire")
                     return False
                 self.log(f"registered with broker epoch {epoch}")
+                self.serving.set()
                 return True
             if self.await_brokers and len(s.zk.get_all_broker_and_epochs()) < self.await_brokers \
                     and s.zk.get_controller_epoch()[1] < 0:
@@ -446,6 +451,8 @@ class BrokerNode:
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self):
+                if not node.serving.is_set():
+                    return      # closed unread: the sender, the producer or a fetcher retries
                 while not node.stopping.is_set():
                     try:
                         msg = W.recv(self.request)

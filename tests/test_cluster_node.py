@@ -9,6 +9,7 @@ here; nothing runs behind them, so what the controller sends them is dropped.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from impl.node import BrokerNode
 from impl.replica_manager import NONE, FetchRequest
 from impl.requests import TopicPartition
 from impl.zkclient import KafkaZkClient
+from impl.zkensemble import free_ports
 from impl.zkstore import ZooKeeperStore
 from tests.zk_support import zk_ensemble, zk_hosts  # noqa: F401 - fixtures
 
@@ -85,6 +87,47 @@ def test_a_leader_adds_a_follower_to_the_isr_only_on_a_fetch_in_its_own_epoch(zk
         assert rm.leader_partition(TP).isr == (0, 1)     # the fetch of epoch 1 adds it, as Kafka's does
         assert admin.get_partition_state(TP).isr == (0, 1)
     finally:
+        node.server.shutdown()
+        node.zk_writes.close()
+        admin.close()
+
+
+def test_a_started_broker_serves_no_request_before_it_has_registered(zk_hosts, tmp_path):
+    """Kafka 2.x's ``KafkaServer.startup`` registers ``/brokers/ids/<id>`` before it starts
+    the request handlers, so a restarted broker handles what a controller queued for it
+    (while it had not noticed the kill) only once it is registered again; the model's
+    RestartBroker is that registration.  The process cluster once served requests while
+    it waited for its old registration's session to expire, and trace validation rejected
+    the reassignment fault test's run at such a LeaderAndIsr."""
+    from impl import wire as W
+    from impl.requests import UpdateMetadataRequest
+    from impl.wire import Connection
+
+    port = free_ports(1)[0]
+    admin = KafkaZkClient(ZooKeeperStore(zk_hosts))
+    admin.ensure_paths()
+    held = KafkaZkClient(ZooKeeperStore(zk_hosts))
+    held.register_broker(0)                        # the killed process's registration, its session alive
+    node = BrokerNode(0, zk_hosts, tmp_path, {0: port}, BrokerConfig())
+    srv = node.serve()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    conn = Connection(port, timeout=1.0)
+    update = UpdateMetadataRequest(1, 1, TP, 1, 0, (0,), True)
+    try:
+        node.controller_tick()                     # its registration is refused: /brokers/ids/0 is held
+        assert not node.server.zk.is_registered(0)
+        with pytest.raises((OSError, W.WireError)):
+            conn.call(update)
+        held.close()                               # the old session ends
+        deadline = time.monotonic() + 30
+        while not node.server.zk.is_registered(0) and time.monotonic() < deadline:
+            node.controller_tick()
+            time.sleep(0.02)
+        assert node.server.zk.is_registered(0)
+        assert conn.call(update) == W.UpdateMetadataResponse(0, NONE)
+    finally:
+        conn.close()
+        srv.shutdown()
         node.server.shutdown()
         node.zk_writes.close()
         admin.close()
