@@ -180,6 +180,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         return out
 
     def _live(self) -> set:
+        """``liveOrShuttingDownBrokerIds``: the brokers requests go to."""
         return set(self.ctx.live_broker_epochs)
 
     def send_stop_replica(self, tp: TopicPartition, replicas, delete: bool) -> list:
@@ -189,6 +190,13 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         spec/controller.py send_stop_replica does."""
         live = self._live()
         return [Send(x, StopReplicaRequest(self.broker_id, self.ctx.epoch, tp, delete)) for x in replicas if x in live]
+
+    def _live_broker_ids(self) -> set:
+        """``liveBrokerIds``: the live brokers not in controlled shutdown, the only ones
+        an election may pick (``ControllerContext.isReplicaOnline`` with
+        ``includeShuttingDownBrokers`` false in 2.x; 0.10's and 0.11's
+        ``PartitionLeaderSelector`` classes): a broker that asked to stop never leads."""
+        return set(self.ctx.live_broker_epochs) - self.ctx.shutting_down
 
     def _written_by_newer(self, zk_state: LeaderAndIsr | None) -> bool:
         """Kafka's "already written by another controller" check on the state it read
@@ -378,7 +386,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
             return None
         state = ctx.partition_states.get(tp, NON_EXISTENT_PARTITION)
         ar = ctx.assignments[tp]
-        live = self._live()
+        live = self._live_broker_ids()                    # never a broker in controlled shutdown
         zk_state = self.zk.get_partition_state(tp)        # Kafka reads ZooKeeper before it elects
         if state == NEW_PARTITION:
             # initializeLeaderAndIsrForPartitions creates the znode; if it exists, the
@@ -456,7 +464,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
             if zk_state is None or self.ctx.assignments[tp][0] in self.ctx.shutting_down:
                 continue
             r = E.preferred_replica_partition_leader_election(self.ctx.assignments[tp], zk_state.leader,
-                                                              zk_state.isr, self._live())
+                                                              zk_state.isr, self._live_broker_ids())
             if r is None:
                 continue
             try:

@@ -1,7 +1,9 @@
 """Kafka's PartitionLeaderElectionAlgorithms (2.x), protocol reference §6.
 
 Each takes the assignment (AR in order: the first replica is the preferred one), the
-ISR read from ZooKeeper and the brokers the controller believes live, and returns
+ISR read from ZooKeeper and the brokers the controller may elect, ``liveBrokerIds``
+(live and not in controlled shutdown, as 2.x's ``PartitionStateMachine`` filters its
+live replicas with ``ControllerContext.isReplicaOnline``), and returns
 ``(leader, new_isr)`` or None when there is no leader to elect.
 
     >>> offline_partition_leader_election((2, 0, 1), isr=(0, 1), live={0, 1, 2}, unclean=False)

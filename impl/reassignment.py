@@ -109,11 +109,14 @@ class ReassignmentSteps:
 
     def _step7(self, tp: TopicPartition, r: ReassignedPartitionContext):
         """(leader, elected), or None when no replica of RAR can lead or a newer
-        controller wrote the partition's state (its election or epoch bump fails)."""
+        controller wrote the partition's state (its election or epoch bump fails).  A
+        leader in controlled shutdown is not kept and no broker in controlled shutdown
+        is elected (``moveReassignedPartitionLeaderIfRequired`` tests ``liveBrokerIds``
+        in 0.10 and 0.11, ``isReplicaOnline`` in 2.x)."""
         li = self.zk.get_partition_state(tp)
         if self._written_by_newer(li):
             return None
-        live = self._live()
+        live = self._live_broker_ids()
         if li is not None and li.leader in r.target and li.leader in live:
             return li.leader, False
         found = E.reassign_partition_leader_election(r.target, li.isr if li else (), live)

@@ -62,7 +62,21 @@ def with_ctx(s: KafkaState, c: int, ctx) -> KafkaState:
 
 
 def live_brokers(ctx: ControllerContext) -> tuple:
+    """Per broker, whether the controller believes it live, a broker in controlled
+    shutdown included: Kafka's ``liveOrShuttingDownBrokerIds``, which requests go to."""
     return tuple(x > 0 for x in ctx.live)
+
+
+def electable_brokers(ctx: ControllerContext) -> tuple:
+    """Per broker, whether the controller may elect it: live and not in controlled
+    shutdown.  Kafka's elections take their live replicas from ``liveBrokerIds``
+    (``liveOrShuttingDownBrokerIds -- shuttingDownBrokerIds``): 0.10's and 0.11's
+    ``OfflinePartitionLeaderSelector``, ``ReassignedPartitionLeaderSelector``,
+    ``PreferredReplicaPartitionLeaderSelector`` and ``initializeLeaderAndIsrForPartition``,
+    2.x's ``ControllerContext.isReplicaOnline`` (``includeShuttingDownBrokers`` false) in
+    every ``PartitionStateMachine`` election, so a broker that asked to stop never
+    becomes leader (it leaves the ISR of an offline election too)."""
+    return tuple(x > 0 and not sd for x, sd in zip(ctx.live, ctx.shutting_down))
 
 
 def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple,
@@ -294,7 +308,7 @@ def _election(m, s: KafkaState, ctx: ControllerContext, p: int):
         return None
     pstate = ctx.partition_states[p]
     ar = ctx.ar[p]
-    live = live_brokers(ctx)
+    live = electable_brokers(ctx)   # liveBrokerIds: a broker in controlled shutdown is never elected
     cached = s.zk.partitions[p]   # read from ZooKeeper, as Kafka 2.x does before electing
     if pstate == NEW_PARTITION:
         # NewPartition's write is a create; if the znode already exists (another

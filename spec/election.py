@@ -1,8 +1,9 @@
 """Leader election strategies (seed 004, §6 of the protocol reference).
 
 Each takes the assignment (AR, ordered: the first replica is the preferred one),
-the ISR as the controller last read it, and the live brokers as the controller
-believes them to be, and returns ``(leader, new_isr, clean)`` or None when no
+the ISR as the controller last read it, and the brokers the controller may elect
+(``spec.controller.electable_brokers``: live and not in controlled shutdown, Kafka's
+``liveBrokerIds``), and returns ``(leader, new_isr, clean)`` or None when no
 leader can be chosen.  They are pure functions so that the model and its
 properties can share them without sharing state.
 """

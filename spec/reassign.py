@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from checker.model import Action, action
 from spec import election
-from spec.controller import (conditional_write, live_brokers, newer_mark, running_controllers, send_stop_replica,
-                             send_leader_and_isr, watching_controllers, with_ctx)
+from spec.controller import (conditional_write, electable_brokers, live_brokers, newer_mark, running_controllers,
+                             send_stop_replica, send_leader_and_isr, watching_controllers, with_ctx)
 from spec.state import (
     NEW_REPLICA, NO_LEADER, NO_VERSION, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, KafkaState, Reassignment, put,
@@ -110,11 +110,15 @@ def _step7(s: KafkaState, ctx, p: int, r: Reassignment):
     """``(leader, elected)`` for step 7, or None when no replica of RAR can lead yet or
     a newer controller wrote the partition's state (``newer_mark``: the election or the
     leader-epoch bump fails, and the event ends there as after any failed step-7
-    election)."""
+    election).  A leader in RAR stays only if it is live and not in controlled shutdown,
+    and the election never picks a broker in controlled shutdown: Kafka's
+    ``moveReassignedPartitionLeaderIfRequired`` and ``ReassignedPartitionLeaderSelector``
+    (0.10, 0.11) test ``liveBrokerIds``, 2.x's ``isReplicaOnline`` and ``leaderForReassign``
+    leave shutting-down brokers out (``electable_brokers``)."""
     if newer_mark(s, ctx, p):
         return None
     zkp = s.zk.partitions[p]   # moveReassignedPartitionLeaderIfRequired reads the leader
-    live = live_brokers(ctx)
+    live = electable_brokers(ctx)
     if zkp.leader in r.target and live[zkp.leader]:
         return zkp.leader, False
     e = election.reassign_partition(r.target, zkp.isr, live)

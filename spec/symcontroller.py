@@ -25,6 +25,13 @@ class ControllerEncoding:
     def _live(self, f: KFrame, c: int, x: int):
         return f.ctx[c].live[x] > 0
 
+    def _electable(self, f: KFrame, c: int, x: int):
+        """spec.controller.electable_brokers, Kafka's ``liveBrokerIds``: live and not in
+        controlled shutdown.  This encoding refuses controlled shutdown (``unsupported``),
+        so no broker is ever shutting down and the set is the live one; the elections
+        still ask for it by this name, the explicit model's."""
+        return self._live(f, c, x)
+
     def _idle(self, f: KFrame, c: int):
         """spec.reassign.busy: a controller inside a reassignment event takes no other
         controller action (True without reassignment)."""
@@ -264,7 +271,7 @@ class ControllerEncoding:
         n = self.n
         ctx = f.ctx[c]
         z = f.zk[q]
-        live = [self._live(f, c, r) for r in range(n)]
+        live = [self._electable(f, c, r) for r in range(n)]
         livemask = z3.BitVecVal(0, n)
         for r in range(n):
             livemask = livemask | z3.If(live[r], bit(r, n), z3.BitVecVal(0, n))

@@ -44,7 +44,7 @@ class ReassignEncoding:
     def _step7(self, f: KFrame, c: int, q: int):
         """spec.reassign._step7: ``(possible, leader, elected)`` as terms."""
         z = f.zk[q]
-        live = [self._live(f, c, x) for x in range(self.n)]
+        live = [self._electable(f, c, x) for x in range(self.n)]
 
         def fn(t):
             keep = z3.Or([z3.And(z.leader == x, live[x]) for x in t])

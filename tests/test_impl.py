@@ -530,24 +530,57 @@ def test_a_controlled_shutdowns_follower_is_sent_stop_replica_and_stops_followin
 
 
 def test_a_leader_keeps_leading_through_stop_replica_without_delete():
-    """Kafka's stopReplica(delete=false) removes fetchers and nothing else.  Here the
-    StopReplica sent to controlled-shutdown broker 1 arrives after the LeaderAndIsr,
-    sent later, that made it leader (requests in flight form a set): it must go on
-    leading.  The model and the reference broker once both dropped its leadership,
-    and the partition stayed leaderless for ever (EventuallyLeaderElected failed on
-    ``shutdown`` in 14 steps).  The path elects broker 1 in an offline election while
-    it shuts down, which Kafka's election never does (docs/model.md lists the gap):
-    the test is of the broker's rule, which a reassignment's old leader, outside RAR,
-    also meets in Kafka."""
+    """Kafka's stopReplica(delete=false) removes fetchers and nothing else.  Here broker
+    1 leads, a preferred election moves the leadership to broker 0, and broker 1 asks
+    to stop before that election's LeaderAndIsr reaches it: the StopReplica of the
+    shutdown's OfflineReplica arrives while broker 1 still believes it leads (requests
+    in flight form a set), and it must go on leading until the LeaderAndIsr comes.  The
+    model and the reference broker once both dropped its leadership, and on a path
+    that elected broker 1 in an offline election while it shut down the partition
+    stayed leaderless for ever (EventuallyLeaderElected failed on ``shutdown`` in 14
+    steps); Kafka's elections never pick a broker in controlled shutdown, and the
+    model's no longer do (test_no_election_picks_a_broker_in_controlled_shutdown)."""
     cfg = resolve(FAMILY, "shutdown", {})
     m = FAMILY.build(cfg)
-    s, acts = prefix_path(m, "ElectController(broker=1)", "ElectLeader(controller=1, partition=0, leader=0",
-                          "ControlledShutdown(controller=1, broker=1)", "DeliverLeaderAndIsr(broker=0",
-                          "DeliverLeaderAndIsr(broker=1", "ShrinkIsr(leader=0, partition=0, replica=1)",
+    s, acts = prefix_path(m, "CrashBroker(broker=0)", "ElectController(broker=1)", "RestartBroker(broker=0)",
+                          "ElectLeader(controller=1, partition=0, leader=1", "BrokerStartup(controller=1, broker=0)",
+                          "DeliverLeaderAndIsr(broker=0", "DeliverLeaderAndIsr(broker=1",
+                          "ExpandIsr(leader=1, partition=0, replica=0)",
+                          "ElectLeader(controller=1, partition=0, leader=0, strategy='preferred'",
+                          "ControlledShutdown(controller=1, broker=1)",
                           "RemoveReplicaFromIsr(controller=1, partition=0, replica=1)",
-                          "ExpandIsr(leader=0, partition=0, replica=1)", "CrashBroker(broker=0)",
-                          "BrokerFailure(controller=1, broker=0)", "ElectLeader(controller=1, partition=0, leader=1",
-                          "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
                           "DeliverStopReplica(broker=1, partition=0, controller_epoch=1, delete=False)")
+    assert s.zk.partitions[0].leader == 0
     assert s.brokers[1].partitions[0].leader == 1
     assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+
+
+def test_no_election_picks_a_broker_in_controlled_shutdown():
+    """Kafka's elections take their live replicas from ``liveBrokerIds``, which leaves
+    out the brokers in controlled shutdown (``PartitionLeaderSelector`` in 0.10 and
+    0.11, ``ControllerContext.isReplicaOnline`` in 2.x).  Controller 0 shuts itself
+    down: its controlled-shutdown election moves the leadership to broker 1, broker 0
+    follows and rejoins the ISR, then broker 1 crashes.  Broker 0 is the last live ISR
+    member, but it is shutting down, so no offline election is enabled (the old rule
+    elected it) and the OfflineReplica step leaves the partition without a leader, in
+    the model and in the reference broker."""
+    cfg = resolve(FAMILY, "shutdown", {})
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+                          "ControlledShutdown(controller=0, broker=0)",
+                          "ElectLeader(controller=0, partition=0, leader=1, strategy='controlled_shutdown'",
+                          "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=1",
+                          "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
+                          "ExpandIsr(leader=1, partition=0, replica=0)", "CrashBroker(broker=1)",
+                          "BrokerFailure(controller=0, broker=1)")
+    assert s.zk.partitions[0].isr == (0, 1) and s.brokers[0].ctx.shutting_down == (True, False)
+    old = action("ElectLeader", controller=0, partition=0, leader=0, strategy="offline", clean=True)
+    assert not [a for a in m.actions(s) if a.name == "ElectLeader"]
+    s, acts = prefix_path(m, *map(str, acts), "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)")
+    assert (s.zk.partitions[0].leader, s.zk.partitions[0].isr) == (-1, (0,))
+    assert not [a for a in m.actions(s) if a.name == "ElectLeader"]
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+    impl = KafkaImplementation(cfg)
+    for a in acts[:-1]:
+        impl.apply(a)
+    assert not impl.enabled(old)
