@@ -30,7 +30,7 @@ from impl.log import UNDEFINED_EPOCH_OFFSET, Log
 from impl.replica_manager import ReplicaManager
 from impl.zkclient import TopicPartition
 from spec.family import FAMILY
-from tests.walk_support import prefix_path
+from tests.walk_support import LAST_ISR_MEMBER_SHUTTING_DOWN, prefix_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -566,13 +566,7 @@ def test_no_election_picks_a_broker_in_controlled_shutdown():
     the model and in the reference broker."""
     cfg = resolve(FAMILY, "shutdown", {})
     m = FAMILY.build(cfg)
-    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
-                          "ControlledShutdown(controller=0, broker=0)",
-                          "ElectLeader(controller=0, partition=0, leader=1, strategy='controlled_shutdown'",
-                          "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=1",
-                          "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
-                          "ExpandIsr(leader=1, partition=0, replica=0)", "CrashBroker(broker=1)",
-                          "BrokerFailure(controller=0, broker=1)")
+    s, acts = prefix_path(m, *LAST_ISR_MEMBER_SHUTTING_DOWN)
     assert s.zk.partitions[0].isr == (0, 1) and s.brokers[0].ctx.shutting_down == (True, False)
     old = action("ElectLeader", controller=0, partition=0, leader=0, strategy="offline", clean=True)
     assert not [a for a in m.actions(s) if a.name == "ElectLeader"]

@@ -17,3 +17,16 @@ def prefix_path(m, *wants: str) -> tuple:
         acts.append(a)
         s = m.next_state(s, a)
     return s, acts
+
+
+# ``shutdown``: controller 0 shuts itself down, its controlled-shutdown election moves the
+# leadership to broker 1, broker 0 rejoins the ISR, broker 1 crashes and the controller
+# handles it: broker 0, in controlled shutdown, is the last live ISR member.
+LAST_ISR_MEMBER_SHUTTING_DOWN = (
+    "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+    "ControlledShutdown(controller=0, broker=0)",
+    "ElectLeader(controller=0, partition=0, leader=1, strategy='controlled_shutdown'",
+    "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=1",
+    "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
+    "ExpandIsr(leader=1, partition=0, replica=0)", "CrashBroker(broker=1)",
+    "BrokerFailure(controller=0, broker=1)")
