@@ -19,7 +19,7 @@ from checker.coverage import never_enabled_line, vocabulary
 from checker.model import SOMETIMES, Property
 from checker.result import BOUNDED, INTERRUPTED, OK, TIME_LIMIT, CheckResult
 from checker.staterender import fill
-from checker.trace import DEADLOCK_RATIONALE
+from checker.trace import DEADLOCK_RATIONALE, trace_label
 
 __all__ = ["CheckPlan", "Report", "JSON_ORDER", "violation_lines", "stop_reason"]
 
@@ -55,7 +55,7 @@ class CheckPlan:
 
     @property
     def label(self) -> str:
-        return f"{self.preset}-custom" if self.custom else self.preset
+        return trace_label(self.preset, self.custom)
 
 
 @dataclass

@@ -143,6 +143,14 @@ def default_command() -> str:
     return shell_join(["kmc", *sys.argv[1:]])
 
 
+def trace_label(preset: str | None, custom: bool) -> str:
+    """The label a run's traces are saved under (``write_trace``'s ``label``, the name
+    ``trace_clash`` reads): the preset, ``<preset>-custom`` when its parameters were
+    overridden, ``custom`` for a configuration with no preset (a trace recorded
+    without one)."""
+    return f"{preset}-custom" if preset and custom else preset or "custom"
+
+
 def write_trace(directory: str | Path, *, family_ref: str, model: Model, config: Mapping[str, Any],
                 preset: str | None, violation: Any, engine: str = "local",
                 command: str | None = None, properties: Sequence[Property] | None = None,

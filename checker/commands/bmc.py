@@ -60,7 +60,7 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
     from checker.commands._symbolic import header, load
     from checker.result import Step, Violation
     from checker.symbolic import bmc, select_invariants, to_explicit
-    from checker.trace import write_trace
+    from checker.trace import trace_label, write_trace
 
     out = sys.stdout
     check_traces_dir(args.traces_dir)
@@ -106,7 +106,7 @@ def cmd_bmc(args: argparse.Namespace, command: str) -> int:
           f"{v.property} fails on the last {'step' if prop.step else 'state'}: the encodings agree", file=out)
     viol = Violation(v.property, "always", [Step(s.action, s.state, s.fingerprint) for s in path],
                      f"{v.property} is violated after {v.depth} steps (kmc bmc, replayed on the explicit model)")
-    label = f"{preset}-custom" if custom else preset
+    label = trace_label(preset, custom)
     try:
         trace = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
                             violation=viol, engine="bmc", command=command, label=label)

@@ -27,7 +27,7 @@ from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
 from checker.errors import describe_exception as _exc
 from checker.shellquote import shell_quote
-from checker.trace import refuse_trace_names
+from checker.trace import refuse_trace_names, trace_label
 
 DEFAULT_DEPTH = 50
 PROGRESS_SECONDS = 2.0
@@ -121,7 +121,7 @@ def _trace_case(path: str, model_ref: str | None) -> dict[str, Any]:
         return case
     custom = not trace.preset or trace.preset not in family.presets or \
         case["config"] != resolve(family, trace.preset, {})
-    case["label"] = f"{trace.preset}-custom" if trace.preset and custom else trace.preset or "custom"
+    case["label"] = trace_label(trace.preset, custom)
     return case
 
 
@@ -278,7 +278,7 @@ def _preset_plan(args: argparse.Namespace) -> dict[str, Any]:
     config = resolve(family, args.preset, parse_set(args.set))
     custom = config != resolve(family, args.preset, {})
     return {"family": family, "ref": ref, "config": config, "custom": custom, "model": build_model(family, config),
-            "impl": load_implementation(family, ref), "label": f"{args.preset}-custom" if custom else args.preset}
+            "impl": load_implementation(family, ref), "label": trace_label(args.preset, custom)}
 
 
 def _conform_preset(args: argparse.Namespace, plan: dict[str, Any], command: str, progress: _Progress) -> int:

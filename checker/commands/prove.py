@@ -30,7 +30,7 @@ from checker.cmdline import (
 from checker.errors import UsageError
 from checker.junit import Case, junit_xml
 from checker.output import check_output, write_output
-from checker.trace import refuse_trace_names
+from checker.trace import refuse_trace_names, trace_label
 
 CONFIRM_MAX_STATES = 200_000   # --confirm's default bound on the explicit state graph
 
@@ -102,7 +102,7 @@ def cmd_prove(args: argparse.Namespace, command: str) -> int:
     # explicit model, as kmc check's), before z3 is asked: a clash with one first.
     if args.confirm and args.junit:
         saved = [p.name for p in model_properties(build_model(family, config))]
-        refuse_trace_names([("--junit", args.junit)], args.traces_dir, saved, [_label(preset, custom)])
+        refuse_trace_names([("--junit", args.junit)], args.traces_dir, saved, [trace_label(preset, custom)])
     if args.junit:
         check_output(args.junit, args.force, "--junit", reads=_reads(args))
     names = list(dict.fromkeys(args.invariant))
@@ -184,11 +184,6 @@ def _write_junit(args: argparse.Namespace, names: list[str], res: Any, command: 
                  reads=_reads(args))
 
 
-def _label(preset: str | None, custom: bool) -> str:
-    """The label --confirm's trace is saved under (checker.trace.write_trace's name)."""
-    return f"{preset}-custom" if custom else preset or "custom"
-
-
 def _reads(args: argparse.Namespace) -> list:
     """The files kmc prove reads, which --junit must never be."""
     return [("--config", args.config), *(("--lemmas", f) for f in args.lemmas)]
@@ -232,7 +227,7 @@ def _confirm(args, command, family_ref, family, preset, config, custom, sym, nam
     v = Violation(cti.broken, "always", [Step(s.action, s.state, s.fingerprint) for s in steps],
                   f"{cti.broken} is broken by {act} from a reachable state (kmc prove --confirm)")
     trace = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
-                        violation=v, engine="prove", command=command, label=_label(preset, custom))
+                        violation=v, engine="prove", command=command, label=trace_label(preset, custom))
     print(f"CONFIRMED: reachable in {len(steps) - 1} steps: the explicit {cti.broken} fails on the last step, "
           f"and z3 agrees (that state satisfies every conjunct, and its symbolic step to the explicit successor "
           f"breaks {cti.broken})", file=out)

@@ -120,7 +120,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
     from checker.result import VIOLATED
     from checker.simulate import DEFAULT_WALKS
     from checker.stateful import DEFAULT_WALK_STATES
-    from checker.trace import write_trace
+    from checker.trace import trace_label, write_trace
 
     out: TextIO = sys.stderr if args.json else sys.stdout
     file_cfg = load_config_file(args.config) if args.config else None
@@ -208,7 +208,7 @@ def cmd_simulate(args: argparse.Namespace, command: str) -> int:
               f"in walk {r.walk}: {r.found_length} steps, shrunk to {len(v.path) - 1} "
               f"({r.shrink_replays} replays)", file=out)
         print(f"  {v.message}", file=out)
-        label = f"{preset}-custom" if custom else preset
+        label = trace_label(preset, custom)
         try:
             path = write_trace(args.traces_dir, family_ref=family_ref, model=model, config=config, preset=preset,
                                violation=v, engine=f"simulate-{mode}", command=command, properties=props,
