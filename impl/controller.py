@@ -196,7 +196,7 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
         an election may pick (``ControllerContext.isReplicaOnline`` with
         ``includeShuttingDownBrokers`` false in 2.x; 0.10's and 0.11's
         ``PartitionLeaderSelector`` classes): a broker that asked to stop never leads."""
-        return set(self.ctx.live_broker_epochs) - self.ctx.shutting_down
+        return self._live() - self.ctx.shutting_down
 
     def _written_by_newer(self, zk_state: LeaderAndIsr | None) -> bool:
         """Kafka's "already written by another controller" check on the state it read

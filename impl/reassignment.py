@@ -135,10 +135,10 @@ class ReassignmentSteps:
             k = self._next_step(tp, r)
             if k is None or (k == "5" and r.step == "3" and not active):
                 continue      # step 4 ends on an ISR watch, which a zombie no longer gets
-            if k == "2" and self.zk.get_partition_state(tp) is None:
-                continue
-            if k in ("2", "8") and self._written_by_newer(self.zk.get_partition_state(tp)):
-                continue      # updateLeaderEpoch / removeReplicasFromIsr fail: no further for this one
+            if k in ("2", "8"):
+                li = self.zk.get_partition_state(tp)      # one read for both tests
+                if (k == "2" and li is None) or self._written_by_newer(li):
+                    continue  # updateLeaderEpoch / removeReplicasFromIsr fail: no further for this one
             if k == "7":
                 e = self._step7(tp, r)
                 if e is not None:
