@@ -43,6 +43,13 @@ OneController = lemma(
                      + [z3.Implies(f.zk_controller == b, c.has) for b, c in _ctx(f)]),
     "with nothing to lose the controller, the first one stays, with the current epoch")
 
+NoNewerMark = lemma(
+    "NoNewerMark",
+    lambda f: z3.And([z.controller_epoch <= f.zk_epoch for z in f.zk]),
+    "a state znode holds the epoch of a controller that wrote it, or that a leader's ISR write kept: never one "
+    "ahead of /controller_epoch, so the one controller never finds a newer controller's mark (step 7 never "
+    "fails on one)")
+
 NoStateBeforeCreation = lemma(
     "NoStateBeforeCreation",
     lambda f: z3.And([z3.Implies(z.version == -1, z3.And(z.leader == -1, z.leader_epoch == -1, z.isr == 0))
@@ -110,6 +117,7 @@ def _reassigning(f):
                 z3.Implies(z3.And(r.has, r.step >= _step(r, "7")), z3.And(
                     f.zk[p].leader != -1,
                     z3.Or([z3.And(f.zk[p].leader == x, enc.in_ar(p, r.target, x)) for x in enc.ar[p]]))),
+                z3.Implies(z3.And(r.has, r.step >= _step(r, "5"), r.step <= _step(r, "7")), subset(tgt, f.zk[p].isr)),
                 z3.Implies(z3.And(r.has, r.step >= _step(r, "8")), subset(f.zk[p].isr, tgt)),
                 z3.Implies(z3.And(r.has, r.step >= 1), r.original != r.target),
                 z3.Implies(z3.And(r.has, r.step >= 1, r.step < _step(r, "10")),
@@ -122,7 +130,8 @@ def _reassigning(f):
 Reassigning = lemma(
     "Reassigning", _reassigning,
     "the controller's cached AR is within ZooKeeper's, equal to it outside steps 6-10 and RAR within them; RAR is "
-    "within ZooKeeper's AR from step 1; from step 7 the leader is in RAR, from step 8 the ISR too")
+    "within ZooKeeper's AR from step 1; from step 5 to step 7 RAR is within the ISR (so step 7's election "
+    "never fails without faults); from step 7 the leader is in RAR, from step 8 the ISR too")
 
 
 def _assigned(f):

@@ -54,7 +54,7 @@ def controlled_shutdown_partition_leader_election(assignment, isr, live, shuttin
 
 def reassign_partition_leader_election(target, isr, live) -> int | None:
     """ReassignPartition (reassignment step 7): the first replica of RAR that is alive and
-    in the ISR; never unclean (with none, the controller waits)."""
+    in the ISR; never unclean (with none, the election fails and the reassignment goes on)."""
     for r in target:
         if r in live and r in isr:
             return r

@@ -4,7 +4,8 @@
 With OAR the AR when the controller takes the reassignment up and RAR the target:
 1. AR in ZooKeeper := OAR + RAR;  2. leader epoch + 1, LeaderAndIsr to every replica in AR;
 3. RAR - OAR -> NewReplica;  4. wait until RAR is in the ISR;  5. RAR -> OnlineReplica;
-6. cached AR := RAR;  7. a leader outside RAR is replaced (ReassignPartition election);
+6. cached AR := RAR;  7. a leader outside RAR (or not live) is replaced (ReassignPartition
+   election; if it fails, nothing is written and the event goes on);
 8. OAR - RAR -> OfflineReplica: out of the ISR, StopReplica(delete=false);
 9. OAR - RAR -> ReplicaDeletionStarted (StopReplica(delete=true)), -Successful, NonExistent;
 10. AR in ZooKeeper := RAR;  11. the partition leaves /admin/reassign_partitions.
@@ -108,19 +109,22 @@ class ReassignmentSteps:
         return ORDER[i + 1] if i + 1 < len(ORDER) else "11"
 
     def _step7(self, tp: TopicPartition, r: ReassignedPartitionContext):
-        """(leader, elected), or None when no replica of RAR can lead or a newer
-        controller wrote the partition's state (its election or epoch bump fails).  A
+        """(leader, elected): leader NO_LEADER when the ReassignPartition election fails;
+        None when a kept leader's epoch bump fails on a newer controller's write.  A
         leader in controlled shutdown is not kept and no broker in controlled shutdown
         is elected (``moveReassignedPartitionLeaderIfRequired`` tests ``liveBrokerIds``
-        in 0.10 and 0.11, ``isReplicaOnline`` in 2.x)."""
+        in 0.10 and 0.11, ``isReplicaOnline`` in 2.x).  The failed election (no live
+        replica of RAR in the ISR, or a state a newer controller wrote) is logged and the
+        event goes on with step 8 (0.10's ``handleStateChange`` catches the selector's
+        exception, 2.x's ``electLeaderForPartitions`` logs its ``failedElections``);
+        ``updateLeaderEpoch`` throws instead, which ends the event."""
         li = self.zk.get_partition_state(tp)
-        if self._written_by_newer(li):
-            return None
+        newer = self._written_by_newer(li)
         live = self._live_broker_ids()
         if li is not None and li.leader in r.target and li.leader in live:
-            return li.leader, False
-        found = E.reassign_partition_leader_election(r.target, li.isr if li else (), live)
-        return (found, True) if found is not None else None
+            return None if newer else (li.leader, False)
+        found = None if newer else E.reassign_partition_leader_election(r.target, li.isr if li else (), live)
+        return (NO_LEADER if found is None else found), True
 
     def reassignment_steps(self) -> list[tuple[str, TopicPartition, int | None]]:
         """(step, tp, leader for step 7) of every reassignment step this controller can take."""
@@ -199,6 +203,10 @@ class ReassignmentSteps:
 
     def _reassign_step_7(self, tp, r):
         leader, elected = self._step7(tp, r)
+        if leader == NO_LEADER:
+            self._trace(f"Failed to elect a leader for {tp} from the reassigned replicas {list(r.target)}; "
+                        "going on with the reassignment")
+            return []
         li = self.zk.get_partition_state(tp)
         new = self.zk.write_partition_state(tp, leader, self._next_leader_epoch(li), li.isr, self.ctx.epoch,
                                             li.zk_version, self._epoch_check())

@@ -55,7 +55,8 @@ def controlled_shutdown(ar: tuple, isr: tuple, live: tuple, shutting_down: tuple
 def reassign_partition(rar: tuple, isr: tuple, live: tuple) -> tuple | None:
     """ReassignPartition (step 7 of a reassignment): the first replica of RAR that is
     alive and in the ISR; the ISR is unchanged (the old replicas leave it at step 8).
-    Never unclean: with no such replica the controller waits."""
+    Never unclean: with no such replica the election fails (None), and the reassignment
+    goes on with step 8 without it (spec/reassign.py ``_step7``)."""
     for r in rar:
         if live[r] and r in isr:
             return r, isr, True

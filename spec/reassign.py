@@ -5,7 +5,8 @@ protocol reference; seed 000, "Partition重新分配"; Kafka 2.x
 With OAR the AR when the controller takes the reassignment up and RAR the target:
 1. AR in ZooKeeper := OAR + RAR;  2. leader epoch + 1, LeaderAndIsr to every replica in AR;
 3. RAR - OAR -> NewReplica;  4. wait until RAR is in the ISR;  5. RAR -> OnlineReplica;
-6. cached AR := RAR;  7. leader not in RAR: ReassignPartition election;
+6. cached AR := RAR;  7. leader not in RAR (or not live): ReassignPartition election (if it
+   fails, nothing is written and the event goes on);
 8. OAR - RAR -> OfflineReplica (out of the ISR, StopReplica);
 9. OAR - RAR -> NonExistentReplica (deleted);  10. AR in ZooKeeper := RAR;
 11. delete /admin/reassign_partitions.
@@ -56,8 +57,9 @@ DOCS = {
                               "fires), they go OnlineReplica",
     "ReassignCacheAr": "step 6: AR in the controller's cache := RAR",
     "ReassignElectLeader": "step 7: a leader outside RAR (or dead) is replaced by a ReassignPartition election "
-                           "(the first live replica of RAR in the ISR); a live leader in RAR gets leader epoch "
-                           "+ 1; LeaderAndIsr carries AR = RAR",
+                           "(the first live replica of RAR in the ISR; leader=-1: none, the election fails, "
+                           "nothing is written and the event goes on with step 8); a live leader in RAR gets "
+                           "leader epoch + 1; LeaderAndIsr carries AR = RAR",
     "ReassignOfflineOldReplicas": "step 8: the replicas in OAR - RAR go OfflineReplica: out of the ISR in ZooKeeper "
                                   "(conditional write, LeaderAndIsr to RAR) and StopReplica(delete=false)",
     "ReassignStartReplicaDeletion": "step 9, first transition: OAR - RAR go ReplicaDeletionStarted and are sent "
@@ -107,27 +109,34 @@ def next_step(s: KafkaState, p: int, r: Reassignment) -> str | None:
 
 
 def _step7(s: KafkaState, ctx, p: int, r: Reassignment):
-    """``(leader, elected)`` for step 7, or None when no replica of RAR can lead yet or
-    a newer controller wrote the partition's state (``newer_mark``: the election or the
-    leader-epoch bump fails, and the event ends there as after any failed step-7
-    election).  A leader in RAR stays only if it is live and not in controlled shutdown,
-    and the election never picks a broker in controlled shutdown: Kafka's
-    ``moveReassignedPartitionLeaderIfRequired`` and ``ReassignedPartitionLeaderSelector``
-    (0.10, 0.11) test ``liveBrokerIds``, 2.x's ``isReplicaOnline`` and ``leaderForReassign``
-    leave shutting-down brokers out (``electable_brokers``)."""
-    if newer_mark(s, ctx, p):
-        return None
+    """``(leader, elected)`` for step 7; ``leader`` is ``NO_LEADER`` when the
+    ReassignPartition election fails, and None means the leader-epoch bump fails.
+
+    ``moveReassignedPartitionLeaderIfRequired`` keeps a leader in RAR only if it is live
+    and not in controlled shutdown, and otherwise runs the election, which never picks
+    a broker in controlled shutdown (``liveBrokerIds`` in 0.10 and 0.11's
+    ``ReassignedPartitionLeaderSelector``, ``isReplicaOnline`` in 2.x's
+    ``leaderForReassign``: ``electable_brokers``).  An election that finds no live
+    replica of RAR in the ISR, or a znode a newer controller wrote (``newer_mark``),
+    fails without a write, and the event goes on with step 8: 0.10's and 0.11's
+    ``PartitionStateMachine.handleStateChange`` log the selector's exception and
+    return, 2.x's ``electLeaderForPartitions`` logs ``failedElections``, and
+    ``onPartitionReassignment`` carries on in every version.  The epoch bump of a
+    kept leader (``updateLeaderEpoch``) throws on a newer controller's mark instead,
+    which ends the event (None)."""
     zkp = s.zk.partitions[p]   # moveReassignedPartitionLeaderIfRequired reads the leader
     live = electable_brokers(ctx)
+    mark = newer_mark(s, ctx, p)
     if zkp.leader in r.target and live[zkp.leader]:
-        return zkp.leader, False
-    e = election.reassign_partition(r.target, zkp.isr, live)
-    return (e[0], True) if e else None
+        return None if mark else (zkp.leader, False)
+    e = None if mark else election.reassign_partition(r.target, zkp.isr, live)
+    return (e[0] if e else NO_LEADER), True
 
 
 # Steps after which the controller is still inside the event that runs them: Kafka's
 # controller is one event thread, so it handles no other event until it finishes
-# steps 1-3 or 5-11 (or a step 7 election fails and the event ends).
+# steps 1-3 or 5-11 (or step 7's epoch bump fails on a newer controller's mark and the
+# event ends).
 BUSY = frozenset(("1", "2", "5", "6", "7", "8", "9a", "9b", "9", "10"))
 
 
@@ -279,6 +288,10 @@ def cache_ar(m, s: KafkaState, a: Action) -> KafkaState:
 def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
     c, p, ctx, r = _reassignment(s, a)
     leader, elected = _step7(s, ctx, p, r)
+    if leader == NO_LEADER:
+        # The failed election writes and sends nothing and leaves the partition's state
+        # as it was; the old leader leaves at step 8 (leader -1 if it led).
+        return _advance(s, c, p, "7")
     s, written = conditional_write(m, s, c, p, leader, s.zk.partitions[p].isr, bump=True)
     if not written:
         return s

@@ -42,16 +42,20 @@ class ReassignEncoding:
         return out
 
     def _step7(self, f: KFrame, c: int, q: int):
-        """spec.reassign._step7: ``(possible, leader, elected)`` as terms."""
+        """spec.reassign._step7: ``(possible, leader, elected)`` as terms; ``leader`` is
+        NO_LEADER for a failed election (no electable replica of RAR in the ISR, or a
+        newer controller's mark), which is still taken; only the kept leader's epoch
+        bump is impossible on a newer controller's mark."""
         z = f.zk[q]
         live = [self._electable(f, c, x) for x in range(self.n)]
+        mark = self._newer_mark(f, c, q)
 
         def fn(t):
             keep = z3.Or([z3.And(z.leader == x, live[x]) for x in t])
-            conds = [z3.And(live[x], member(x, z.isr)) for x in t]
-            return (z3.Or(keep, z3.Or(conds)), z3.If(keep, z.leader, first_of(self.k, t, conds)), z3.Not(keep))
-        possible, leader, elected = self._fold_ar(q, f.rctx[c][q].target, fn)
-        return z3.And(possible, z3.Not(self._newer_mark(f, c, q))), leader, elected
+            conds = [z3.And(z3.Not(mark), live[x], member(x, z.isr)) for x in t]
+            return z3.If(keep, z.leader, first_of(self.k, t, conds)), z3.Not(keep)
+        leader, elected = self._fold_ar(q, f.rctx[c][q].target, fn)
+        return z3.Not(z3.And(z3.Not(elected), mark)), leader, elected
 
     def _next_is(self, f: KFrame, c: int, q: int, k: int):
         """spec.reassign.next_step is step ``k`` (an R_ORDER index, or R_COMPLETE)."""
@@ -154,10 +158,15 @@ class ReassignEncoding:
             inbox: dict = {}
             stops: dict = {}
             advance = z3.BoolVal(True)
+            failed = z3.BoolVal(False)
+            if name == "7":
+                _ok, leader, elected = self._step7(f, c, q)
+                # a failed election writes nothing, so no fence can stop it
+                failed = z3.And(elected, leader == NO_LEADER)
             if name in ("1", "10", "11", "2", "7"):
                 # conditional writes: a fenced controller resigns and goes no further
-                u[ctx.has] = ok
-                advance = ok
+                u[ctx.has] = z3.Or(ok, failed)
+                advance = z3.Or(ok, failed)
             if name == "1":
                 ext = self._by_pair(f, c, q, lambda o, t: (self.k(self.ar_id(q, extended(o, t))),), (r.ar,))[0]
                 u[f.zk_ar[q]] = z3.If(ok, ext, f.zk_ar[q])
@@ -171,7 +180,7 @@ class ReassignEncoding:
             elif name == "6":
                 u[r.ar] = r.target
             elif name == "7":
-                _ok, leader, elected = self._step7(f, c, q)
+                ok = z3.And(ok, z3.Not(failed))
                 new = LI(leader, z.leader_epoch + 1, z.isr, ctx.epoch, z.version + 1)
                 u.li(z, if_li(ok, new, z))
                 u.li(ctx.cache[q], if_li(ok, new, ctx.cache[q]))

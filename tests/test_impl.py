@@ -30,7 +30,7 @@ from impl.log import UNDEFINED_EPOCH_OFFSET, Log
 from impl.replica_manager import ReplicaManager
 from impl.zkclient import TopicPartition
 from spec.family import FAMILY
-from tests.walk_support import LAST_ISR_MEMBER_SHUTTING_DOWN, prefix_path
+from tests.walk_support import LAST_ISR_MEMBER_SHUTTING_DOWN, STEP7_ELECTION_FAILS, prefix_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -578,3 +578,40 @@ def test_no_election_picks_a_broker_in_controlled_shutdown():
     for a in acts[:-1]:
         impl.apply(a)
     assert not impl.enabled(old)
+
+
+def test_a_failed_step_7_election_goes_on_with_steps_8_to_11():
+    """Step 7 of a reassignment whose election finds no replica of RAR it may pick (the
+    only one is in controlled shutdown) fails without a write, and the event goes on:
+    0.10's and 0.11's ``PartitionStateMachine.handleStateChange`` log the
+    ``ReassignedPartitionLeaderSelector``'s exception, 2.x's ``electLeaderForPartitions``
+    logs the failed election, and ``onPartitionReassignment`` carries on with steps 8-11
+    in every version.  Step 8 then takes the old leader out (leader -1, ISR = RAR) and
+    tells RAR; once broker 1 stops and comes back, an election gives it the partition.
+    The model used to wait at step 6 instead, and a broker failure's OfflineReplica bumped
+    the leader epoch without telling the old leader, outside the cached AR, so it never
+    learnt that it still led (EventuallyLeaderElected failed on reassign-rf with a
+    controlled shutdown).  The reference broker takes the same steps."""
+    cfg = resolve(FAMILY, "reassign-rf", {"max_controlled_shutdowns": 1})
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, *STEP7_ELECTION_FAILS)
+    before = s.zk.partitions[0]
+    assert (before.leader, before.isr, s.zk.ar[0]) == (0, (0, 1), (0, 1)) and s.brokers[0].ctx.shutting_down[1]
+    s, acts = prefix_path(m, *map(str, acts), "ReassignElectLeader(controller=0, partition=0, leader=-1)")
+    assert s.zk.partitions[0] == before and s.brokers[0].ctx.reassigning[0].step == "7"
+    assert [a.name for a in m.actions(s) if a.get("controller") == 0] == ["ReassignOfflineOldReplicas"]
+    s, acts = prefix_path(m, *map(str, acts), "ReassignOfflineOldReplicas(", "ReassignStartReplicaDeletion(",
+                          "ReassignReplicaDeletionSuccessful(", "ReassignRemoveReplicas(", "ReassignShrinkAr(",
+                          "CompleteReassignment(")
+    li = s.zk.partitions[0]
+    assert (li.leader, li.isr, s.zk.ar[0], s.zk.reassign[0]) == (-1, (1,), (1,), ())
+    assert li.leader_epoch == before.leader_epoch + 1
+    assert any(getattr(r, "leader", None) == -1 for r in s.brokers[1].inbox)
+    assert sorted(r.delete for r in s.brokers[0].inbox if not hasattr(r, "leader")) == [False, True]
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
+    s, later = prefix_path(m, *map(str, acts), "ShutdownBroker(broker=1)", "BrokerFailure(controller=0, broker=1)",
+                           "RemoveReplicaFromIsr(controller=0, partition=0, replica=1)", "RestartBroker(broker=1)",
+                           "BrokerStartup(controller=0, broker=1)",
+                           "ElectLeader(controller=0, partition=0, leader=1, strategy='preferred'")
+    assert s.zk.partitions[0].leader == 1
+    assert Harness(m, KafkaImplementation, cfg).run(later) is None

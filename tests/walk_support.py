@@ -30,3 +30,22 @@ LAST_ISR_MEMBER_SHUTTING_DOWN = (
     "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=1",
     "ExpandIsr(leader=1, partition=0, replica=0)", "CrashBroker(broker=1)",
     "BrokerFailure(controller=0, broker=1)")
+
+
+# ``reassign-rf`` with a controlled shutdown: broker 1 asks to stop, then the first
+# reassignment ([0] -> [0, 1]) completes, leader 0 kept; the second ([0, 1] -> [1]) reaches
+# step 6 with leader 0 outside RAR and broker 1, RAR's only replica, in controlled
+# shutdown: step 7's election has no replica it may pick.
+STEP7_ELECTION_FAILS = (
+    "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0, strategy='new'",
+    "ControlledShutdown(controller=0, broker=1)", "ReassignPartitions(partition=0, replicas=(0, 1))",
+    "StartReassignment(controller=0", "ReassignExtendAr(controller=0", "ReassignBumpLeaderEpoch(controller=0",
+    "DeliverLeaderAndIsr(broker=0, partition=0, controller_epoch=1, leader=0, leader_epoch=1",
+    "DeliverLeaderAndIsr(broker=1, partition=0, controller_epoch=1, leader=0, leader_epoch=1",
+    "ExpandIsr(leader=0, partition=0, replica=1)", "ReassignStartNewReplicas(controller=0",
+    "ReassignOnlineReplicas(controller=0", "ReassignCacheAr(controller=0",
+    "ReassignElectLeader(controller=0, partition=0, leader=0)", "ReassignOfflineOldReplicas(controller=0",
+    "ReassignStartReplicaDeletion(controller=0", "ReassignReplicaDeletionSuccessful(controller=0",
+    "ReassignRemoveReplicas(controller=0", "ReassignShrinkAr(controller=0", "CompleteReassignment(controller=0",
+    "ReassignPartitions(partition=0, replicas=(1,))", "StartReassignment(controller=0",
+    "ReassignOnlineReplicas(controller=0", "ReassignCacheAr(controller=0")
