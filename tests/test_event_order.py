@@ -158,8 +158,12 @@ def test_atomic_expansion_is_a_path_of_the_full_model_with_the_rule(preset, seed
 # and are refused under it (data-kip279-3's and data-kip101-3's full-model traces at their
 # steps 9 and 13, a BrokerStartup or BrokerFailure taken before the previous event's step;
 # reassign-crash's ReassignmentCompletesWhenQuiescent at step 15, a reassignment event
-# before an OfflineReplica step).  They are kept under tests/data/non-kafka-order/, and
-# the two data traces' replacements, found with the rule (``kmc simulate
+# before an OfflineReplica step).  The first two are kept under tests/data/non-kafka-order/.
+# The third is gone: it stranded the reassignment only because a failed step-7 election
+# ended the event; since that election goes on with steps 8-11, as Kafka's does, the
+# model without the rule refuses it at step 17 and strands nothing (reassign-crash with
+# controller_event_order=false holds on all 43,703 states).  The
+# two data traces' replacements, found with the rule (``kmc simulate
 # --random-priority --seed 4 --set atomic_controller=false --set
 # controller_event_order=true --property HighWatermarkBelowIsrLeo`` on the two
 # three-replica presets), are in traces/known/ with their stories.  reassign-crash's
@@ -214,7 +218,7 @@ def test_every_known_trace_is_a_path_in_kafkas_event_order():
 
 
 def test_the_non_kafka_orders_are_refused_at_the_step_named_and_violate_without_the_rule():
-    """The three traces the known traces had before the rule: saved without the key
+    """Two of the three traces the known traces had before the rule: saved without the key
     (so the model's default applies), each refused by the rule at the step where it
     leaves Kafka's order, and each a violating path of the model without it."""
     refused = {}
@@ -229,7 +233,6 @@ def test_the_non_kafka_orders_are_refused_at_the_step_named_and_violate_without_
     assert refused == {
         "HighWatermarkBelowIsrLeo-data-kip279-3-custom": (9, "BrokerStartup"),
         "LogsMatchBelowHighWatermark-data-kip101-3-custom": (13, "BrokerFailure"),
-        "ReassignmentCompletesWhenQuiescent-reassign-crash": (15, "ReassignOnlineReplicas"),
     }
 
 
