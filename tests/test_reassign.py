@@ -222,6 +222,39 @@ def test_reassign_crash_leader_leaves_rar_after_step_7():
     assert all(reassignment_isr_in_ar(st.state) for st in v.path)
 
 
+ISR_SHRINK_TRACE = ROOT / "traces" / "known" / "ReassignmentIsrInAr-reassign-crash-custom-aa9f61d7.json"
+
+
+def test_an_isr_shrink_after_step_5_leaves_the_only_isr_member_outside_the_ar():
+    """A finding (traces/known/ReassignmentIsrInAr-reassign-crash-custom-*.json): the
+    leader shrinks RAR's only replica out of the ISR after step 5 read the ISR, so step 7's
+    election fails (leader=-1) and the event goes on, as Kafka's does; step 8 writes
+    leader -1 and keeps the old replica as the last ISR member, steps 9 and 10 delete it
+    and write AR := RAR: the ISR [0] lies outside the AR [1].  With no ISR shrink
+    (plain reassign-crash) the property holds on every state."""
+    from checker.trace import load_trace
+
+    trace = load_trace(ISR_SHRINK_TRACE)
+    assert trace.property_name == "ReassignmentIsrInAr"
+    m = FAMILY.build(resolve(FAMILY, None, trace.config))
+    path = replay_path(m, [s.action for s in trace.steps[1:]])
+    names = [str(st.action) for st in path[1:]]
+    assert len(names) == 19
+    i5, shrink, i7 = (names.index(n) for n in ("ReassignOnlineReplicas(controller=0, partition=0)",
+                                                  "ShrinkIsr(leader=0, partition=0, replica=1)",
+                                                  "ReassignElectLeader(controller=0, partition=0, leader=-1)"))
+    assert i5 < shrink < i7
+    after_8 = path[names.index("ReassignOfflineOldReplicas(controller=0, partition=0)") + 1].state.zk
+    assert (after_8.partitions[0].leader, after_8.partitions[0].isr) == (-1, (0,))
+    assert all(reassignment_isr_in_ar(st.state) for st in path[:-1])
+    last = path[-1].state
+    assert not reassignment_isr_in_ar(last) and last.zk.ar == ((1,),) and last.zk.partitions[0].isr == (0,)
+    # the checker finds this very trace, shortest, at these bounds
+    r = check(m, properties=[p for p in m.properties() if p.name == "ReassignmentIsrInAr"], check_deadlock=False)
+    assert r.verdict == VIOLATED and r.stats.distinct == 11300
+    assert [str(st.action) for st in r.violations[0].path[1:]] == names
+
+
 def test_reassign_crash_strands_no_reassignment_at_quiescence():
     """The stranding once reported here (tests/data/non-kafka-offline/) rested on an
     OfflineReplica step that no Kafka event owes: a replica of RAR that the successor
