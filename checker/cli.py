@@ -102,7 +102,8 @@ def _engine(args: argparse.Namespace) -> str:
                                    ("--spark-placement", args.spark_placement)))
 
 
-def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO) -> Any:
+def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Settings, out: TextIO,
+                 visitor: Any = None) -> Any:
     try:
         from checker.spark import check as spark_check
         from checker.spark.checkpoint import check_directory, preflight, refuse_another_run, signing_key
@@ -121,6 +122,7 @@ def _spark_check(args: argparse.Namespace, model: Any, props: list, settings: Se
     try:
         result = spark_check(model, properties=props, settings=settings, master=args.spark_master,
                              partitions=args.spark_partitions, checkpoint=args.checkpoint, resume=args.resume,
+                             visitor=visitor,
                              **({} if args.spark_driver_states is None else {"driver_states": args.spark_driver_states}),
                              **({} if args.spark_placement is None else {"placement": args.spark_placement}))
     except KeyboardInterrupt:
@@ -182,7 +184,8 @@ def resolve_check(args: argparse.Namespace, command: str) -> CheckPlan:
             chosen.extend(p for p in props if p.name == name and p not in chosen)
         props = chosen
         check_deadlock = check_deadlock and want_deadlock
-    live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command)
+    live = CheckRun(model, props, args.property, engine, args.max_depth, args.max_states, command,
+                    resume=bool(args.resume))
     plan = CheckPlan(family=family, family_ref=family_ref, preset=preset, config=config, custom=custom,
                      model=model, props=props, model_props=model_props, user_props=user_props,
                      check_deadlock=check_deadlock, engine=engine, live=live, command=command,
@@ -222,7 +225,7 @@ def _check_header(plan: CheckPlan, args: argparse.Namespace, out: TextIO) -> Non
 
 
 def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO, reduced: Any = None) -> Report:
-    """The search (one, with the liveness graph built during it on the local
+    """The search (one, with the liveness graph built during it on either
     engine), the liveness check, and a trace saved for every violation with a path.
     ``reduced``: a checker.reduction.Plan (--symmetry, --por) the engine runs instead."""
     live = plan.live
@@ -236,7 +239,7 @@ def run_check(plan: CheckPlan, args: argparse.Namespace, out: TextIO, reduced: A
         visitor = lambda: None      # noqa: E731 - the reduced graph is not the model's: liveness explores its own
     try:
         if plan.engine == "spark":
-            result = _spark_check(args, model, props, settings, out)
+            result = _spark_check(args, model, props, settings, out, visitor())
         else:
             result = bfs.check(model, properties=props, settings=settings, visitor=visitor())
         if reduced is not None:

@@ -93,6 +93,10 @@ class GraphBuilder(Visitor):
         self.strict = strict
         self.overflow = False
 
+    @property
+    def done(self) -> bool:
+        return self.overflow
+
     def state(self, fp: int, state: State, depth: int, parent: int | None) -> None:
         g = self.graph
         if self.overflow:

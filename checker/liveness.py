@@ -331,17 +331,17 @@ def _stem(g: StateGraph, out: list[list[int]], can: set, target: set,
 
 class CheckRun:
     """What ``kmc check`` does with ``eventually`` properties: decide up front
-    whether they can be checked (the local engine, no depth bound), give the one
-    safety search a graph builder (:meth:`visitor`), and check them on its graph
-    after it.
+    whether they can be checked (no depth bound; on Spark, not from a checkpoint),
+    give the one safety search a graph builder (:meth:`visitor`), on either
+    engine, and check them on its graph after it.
 
     Properties named with ``--property`` must be checked, so anything in the way
     is a usage error; properties checked by default are skipped with a note
-    instead, so that a plain ``kmc check`` of a large preset (or on Spark) still
-    checks its safety properties."""
+    instead, so that a plain ``kmc check`` of a large preset (or a resumed Spark
+    run) still checks its safety properties."""
 
     def __init__(self, model: Model, props: Sequence[Property], named: Sequence[str], engine: str,
-                 max_depth: int | None, max_states: int | None, command: str) -> None:
+                 max_depth: int | None, max_states: int | None, command: str, resume: bool = False) -> None:
 
         self.model, self.command = model, command
         self.props = [p for p in props if p.kind == EVENTUALLY]
@@ -354,9 +354,9 @@ class CheckRun:
         self.seconds = 0.0
         names = ", ".join(p.name for p in self.props)
         why = None
-        if engine != "local":
-            why = "they need the whole state graph, which only the local engine builds"
-            fix = "check them with --engine local"
+        if engine == "spark" and resume:
+            why = "they need the whole state graph, and a run resumed from a checkpoint never sees the levels before it"
+            fix = "check them in a run without --resume"
         elif max_depth is not None:
             why = "a depth bound cuts behaviours short, and a cut behaviour proves nothing about what happens later"
             fix = "drop --max-depth"

@@ -106,6 +106,11 @@ class Visitor:
     deadlock is still reported as one).  A visitor may raise to stop the search
     (a UsageError for a limit)."""
 
+    #: True once the visitor wants no more calls (a graph builder that gave its
+    #: graph up past its limit).  The local engine makes them anyway, they cost it
+    #: nothing; the Spark engine stops shipping each level's graph to its driver.
+    done = False
+
     def state(self, fp: int, state: State, depth: int, parent: int | None) -> None:
         pass
 

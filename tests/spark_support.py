@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from checker import bfs
+from checker.graph import GraphBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,3 +104,54 @@ def sign_level(level: Path, edit=None) -> None:
     meta["digest"] = sign(key, json.dumps(meta, sort_keys=True).encode())
     f.write_text(json.dumps(meta, sort_keys=True) + "\n")
     (level / "meta" / ".part-00000.crc").unlink(missing_ok=True)
+
+
+class Recorder(GraphBuilder):
+    """A graph builder that also records the dead ends it is shown (``same_graph``)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ends: list = []
+
+    def dead_end(self, fp, state) -> None:
+        self.ends.append((fp, state))
+
+
+def graph_dump(builder) -> dict:
+    g = builder.graph
+    return {"states": g.states, "initial": g.initial, "edges": g.edges, "depth": g.depth, "parent": g.parent,
+            "fingerprints": g.fingerprints, "complete": g.complete, "unexpanded": g.unexpanded,
+            "ends": builder.ends, "overflow": builder.overflow}
+
+
+def same_graph(model, sc, partitions: int | None = None, driver_states: int = 0, builder: dict | None = None,
+               **kwargs):
+    """Check ``model`` with both engines, each with a graph builder as its visitor:
+    assert the same answers (or the same error), the same graph, node for node and
+    edge for edge, the same dead ends, and the same liveness lassos on it; return
+    the Spark engine's graph."""
+    from checker.liveness import check_liveness, to_violation
+    from checker.spark import check as spark_check
+
+    out = []
+    for run in (lambda v: bfs.check(model, visitor=v, **kwargs),
+                lambda v: spark_check(model, sc=sc, partitions=partitions, driver_states=driver_states,
+                                      visitor=v, **kwargs)):
+        v = Recorder(**(builder or {}))
+        try:
+            got = summary(run(v))
+        except Exception as e:  # noqa: BLE001 - the same error from both engines
+            got = (type(e).__name__, str(e))
+        out.append((got, graph_dump(v), v.graph))
+    (a, ga, graph_l), (b, gb, graph_s) = out
+    assert b == a
+    assert gb == ga
+    props = kwargs.get("properties")
+    lassos = [summary_of(to_violation(x)) for x in check_liveness(graph_l, model, props)]
+    assert [summary_of(to_violation(x)) for x in check_liveness(graph_s, model, props)] == lassos
+    return graph_s, lassos
+
+
+def summary_of(v) -> tuple:
+    return (v.property, v.message, v.loop_start, [(None if s.action is None else str(s.action), s.fingerprint)
+                                                  for s in v.path])

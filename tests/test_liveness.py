@@ -166,12 +166,30 @@ def test_leads_to_stutter_replays(tmp_path):
 
 def test_named_eventually_properties_are_refused_where_they_cannot_be_checked(tmp_path):
     base = ["check", *TOYS, "--preset", "bounded", "--traces-dir", tmp_path, "--property", "Delivered"]
-    one_line_error(kmc(*base, "--engine", "spark"), "only the local engine builds; check them with --engine local")
+    one_line_error(kmc(*base, "--engine", "spark", "--resume", tmp_path),
+                   "a run resumed from a checkpoint never sees the levels before it; check them in a run without "
+                   "--resume")
     one_line_error(kmc(*base, "--max-depth", "3"), "drop --max-depth")
     one_line_error(kmc(*base, "--max-states", "5"), "raise --max-states (now 5)")
     # Checked by default, they are skipped with a note instead.
     r = kmc("check", *TOYS, "--preset", "bounded", "--traces-dir", tmp_path, "--max-depth", "3")
     assert r.returncode == 0 and "liveness: Delivered not checked: a depth bound" in flat(r.stdout)
+
+
+def test_eventually_properties_are_skipped_on_a_resumed_spark_run_only():
+    """A resumed Spark run never sees the levels saved before it, so it cannot
+    build the graph: skipped with a note, or refused if named; a Spark run from the
+    start builds it (CheckRun.visitor), as the local engine's does."""
+    from checker.liveness import CheckRun
+    from tests.liveness_toys import Relay
+
+    model = Relay()
+    live = CheckRun(model, model.properties(), [], "spark", None, None, "kmc check", resume=True)
+    assert not live.active and live.visitor() is None
+    assert live.skipped == ("Delivered not checked: it needs the whole state graph, and a run resumed from a "
+                            "checkpoint never sees the levels before it (check them in a run without --resume)")
+    live = CheckRun(model, model.properties(), [], "spark", None, None, "kmc check")
+    assert live.active and live.visitor() is not None
 
 
 def test_same_lasso_whatever_the_hash_seed(tmp_path):

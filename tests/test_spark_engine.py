@@ -23,7 +23,9 @@ from checker.model import action, always, sometimes
 from checker.result import BOUNDED, DEADLOCK, OK, TIME_LIMIT
 from checker.search import Settings
 from checker.spark import check
-from tests.spark_support import same, spark_module, summary
+from checker.graph import GraphBuilder
+from tests.liveness_toys import Flap, Grant, Relay
+from tests.spark_support import same, same_graph, spark_module, summary
 from tests.test_bfs import Flaky, SetActions, two_answers
 from tests.toys import (Chain, DieHard, ExactDieHard, ExactGrid, Glitch, Graph, Grid, PlacedGraph, Raising, SetState,
                         Unbounded, Vacuous)
@@ -444,3 +446,44 @@ def test_the_time_limit_stops_after_a_whole_level(sc):
     assert r.verdict == BOUNDED and not st.complete and st.stopped_by == TIME_LIMIT
     d = st.depth
     assert 0 < d < 2000 and st.distinct == (d + 1) * (d + 2) // 2
+
+
+# -- a visitor: the local engine's graph, liveness on it ---------------------------------
+
+@pytest.mark.parametrize("make, kwargs", [
+    (lambda: Grid(4, 3), {}), (lambda: Unbounded(5), {}), (lambda: Chain(3), {"keep_going": True}),
+    (lambda: Chain(3, terminal=True), {}), (lambda: DieHard(solve=True), {}), (lambda: Grid(3), {"max_states": 7}),
+    (lambda: Glitch(5, 3), {}), (lambda: Raising(5), {}),
+    (lambda: Relay(), {}), (lambda: Relay(drops=2), {}), (lambda: Flap(fair_finish=False), {}),
+    (lambda: Grant(grant_fair=False), {}),
+], ids=["grid-sum", "unbounded", "chain-deadlock", "chain-terminal", "diehard-stops", "grid-cut", "glitch-step",
+        "raising", "relay-lasso", "relay-bounded", "flap-loop", "grant-stutter"])
+@pytest.mark.parametrize("driver_states", [0, 2])
+def test_a_visitor_is_called_as_the_local_engine_calls_it(sc, make, kwargs, driver_states):
+    """The graph a visitor builds, on the partitions' levels (and after narrow
+    levels on the driver): the same states, edges, dead ends, and lassos, where the
+    search ends, stops at a violation or at max_states, or meets a model error."""
+    same_graph(make(), sc, driver_states=driver_states, **kwargs)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_visitor_on_random_graphs(sc, seed):
+    """Random graphs (placed by a key every other seed), cut by max_states or not,
+    stopped by a violation or not, on 1 to 3 partitions, some levels on the driver."""
+    rng = random.Random(seed)
+    model, kwargs = random_graph(rng)
+    kwargs.pop("max_depth", None)
+    same_graph(placed(seed, model), sc, partitions=rng.choice([1, 2, 3]), driver_states=rng.choice([0, 0, 1, 3]),
+               **kwargs)
+
+
+def test_a_visitor_past_its_limit_gives_up_or_refuses_where_the_local_engine_does(sc):
+    same_graph(Grid(4, 3), sc, builder={"max_states": 10, "strict": False})
+    same_graph(Grid(4, 3), sc, builder={"max_states": 10, "strict": True})
+    same_graph(DieHard(solve=True), sc, builder={"max_states": 8, "strict": True})
+
+
+def test_a_visitor_needs_every_level(sc):
+    for kw in ({"max_depth": 2}, {"resume": "/nonexistent"}):
+        with pytest.raises(UsageError, match="a visitor sees every level"):
+            spark_check(Grid(3), sc=sc, visitor=GraphBuilder(), **kw)

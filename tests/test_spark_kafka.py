@@ -16,7 +16,7 @@ import pytest
 
 from checker.config import resolve
 from checker.result import VIOLATED
-from tests.spark_support import same, spark_module
+from tests.spark_support import same, same_graph, spark_module
 
 pytestmark = pytest.mark.spark
 
@@ -90,3 +90,12 @@ def test_coverage_is_the_local_engines_on_a_toy(sc, toy):
     assert sum(r["new"] for r in table["actions"]) == spark.stats.distinct - 1
     assert table["never_enabled"] and all(r["enabled"] == 0 for r in table["actions"]
                                           if r["action"] in table["never_enabled"])
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small"])
+def test_liveness_graph_is_the_local_engines(sc, preset):
+    """A graph builder as the visitor (kmc check's eventually properties): the
+    local engine's graph, node for node and edge for edge, with levels on the
+    driver and on the partitions, and the same verdict of EventuallyLeaderElected."""
+    graph, lassos = same_graph(model(preset), sc, driver_states=200)
+    assert lassos == [] and graph.complete and len(graph.states) > 1000

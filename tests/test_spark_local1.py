@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from checker.cmdline import user_properties
 from checker.config import resolve
-from tests.spark_support import same, spark_module
+from tests.spark_support import ROOT, same, same_graph, spark_module
 from tests.toys import DieHard, Glitch, Grid
 
 pytestmark = pytest.mark.spark
@@ -35,3 +36,14 @@ def test_kafka_with_driver_levels(sc, preset, driver_states, kwargs):
     """The first levels on the driver, the rest on Spark: the same answers."""
     local, spark = same(FAMILY.build(resolve(FAMILY, preset, {})), sc, driver_states=driver_states, **kwargs)
     assert 0 < spark.engine["driver_levels"] < len(spark.engine["levels"])
+
+
+def test_kafka_liveness_graph(sc):
+    """A graph builder as the visitor: the local engine's graph of tiny, node for
+    node and edge for edge, on three partitions after driver levels, and the same
+    lassos: EventuallyLeaderElected holds, examples/liveness.py's unscoped
+    EventuallyAnyLeader fails (a stutter)."""
+    model = FAMILY.build(resolve(FAMILY, "tiny", {}))
+    props = model.properties() + user_properties([str(ROOT / "examples" / "liveness.py")], model.properties())
+    graph, lassos = same_graph(model, sc, partitions=3, driver_states=50, properties=props)
+    assert [x[0] for x in lassos] == ["EventuallyAnyLeader"] and len(graph.states) > 1000

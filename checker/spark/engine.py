@@ -8,7 +8,7 @@ number of partitions or executors.  How:
 
 - Partition ``p`` owns the states whose fingerprint is ``p`` modulo the number of
   partitions (our own partitioner; PySpark's portable_hash is never used), or,
-  for a model with a ``partition_key``, whose key's hash is (``_Places``).  Its
+  for a model with a ``partition_key``, whose key's hash is (``checker.spark.handoff.Places``).  Its
   visited set and parent links are numpy arrays kept in Spark's block manager (18
   bytes per state), with the frontier of the current level (see
   ``checker.spark.tasks`` for the layout).
@@ -60,13 +60,14 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from checker.errors import ModelError, UsageError
-from checker.fingerprint import fingerprint_fn, placement_fn, placement_probe, repr_encoded, validate_state
+from checker.fingerprint import fingerprint_fn, placement_fn, placement_probe, repr_encoded
 from checker.model import Model, Property
 from checker.result import BOUNDED, OK, TIME_LIMIT, VIOLATED, CheckResult
 from checker.search import Search, Settings, StopSearch, Visitor, unreached_witnesses
 from checker.spark.counters import Counters
 from checker.spark.events import LevelEvents, dead_record
-from checker.spark.handoff import part_records, take_back
+from checker.spark.graph import joined, needs_every_level, replay
+from checker.spark.handoff import Places, part_records, take_back
 from checker.spark.jobs import Jobs
 from checker.spark.rederive import Rederive
 from checker.spark.session import ctrl_c_count, get_context, run_job, ship
@@ -104,6 +105,7 @@ def check(
     driver_states: int = DRIVER_STATES,
     chunk: int = CHUNK,
     placement: str = "key",
+    visitor: Visitor | None = None,
 ) -> SparkCheckResult:
     """Explore ``model`` on Spark; the arguments of ``checker.bfs.check`` plus:
 
@@ -119,7 +121,9 @@ def check(
     states (0: every level on Spark); ``chunk``: successors pickled together on
     the wire (checker.spark.tasks.CHUNK); ``placement``: ``"key"``, a state lives
     on the partition of its ``Model.partition_key`` where the model has one, or
-    ``"fingerprint"``.  The answers are the same either way.
+    ``"fingerprint"``.  The answers are the same either way.  ``visitor``: called as
+    the local engine calls it (checker.spark.graph), not under ``resume`` (the
+    levels before the checkpoint are gone) nor ``max_depth``.
     """
     time_limit = None
     if settings is not None:
@@ -139,32 +143,19 @@ def check(
         raise UsageError(f"chunk must be a positive integer, not {chunk!r}")
     if placement not in ("key", "fingerprint"):
         raise UsageError(f"placement must be 'key' or 'fingerprint', not {placement!r}")
+    needs_every_level(visitor, resume, max_depth)
     props = list(model.properties() if properties is None else properties)
     run = _Run(model, props, max_depth, max_states, keep_going, check_deadlock, progress, progress_interval)
     run.driver_states = driver_states
     run.time_limit = time_limit
     run.chunk = chunk
+    run.visitor = visitor
     if placement == "fingerprint":
         run.place = None
     return run.execute(sc, master, partitions, checkpoint or resume, resume)
 
 
 # ---------------------------------------------------------------------------------
-
-
-class _Places(Visitor):
-    """The partition of every state the driver's search core stores, for a model
-    that places its states (``Model.partition_key``): the handoff needs it, and
-    the visited map keeps fingerprints only.  The key of each is checked to be a
-    plain value, as states are, so that its hash is the same in every process."""
-
-    def __init__(self, model: Model, place, n: int) -> None:
-        self.key, self.place, self.n = model.partition_key, place, n
-        self.of: dict[int, int] = {}
-
-    def state(self, fp: int, state: Any, depth: int, parent: int | None) -> None:
-        self.of[fp] = self.place(state) % self.n
-        validate_state(self.key(state), "partition_key(state)")
 
 
 class _Run(Counters):
@@ -193,7 +184,8 @@ class _Run(Counters):
         self.probe: str | None = None      # placement_probe, in the checkpoints' identity
         # A merge reads a new state from its partition's own equal copy (merge.own_copies).
         self.own_copies = repr_encoded(model) and os.environ.get("KMC_SPARK_OWN_COPIES", "1") != "0"
-        self.places: _Places | None = None
+        self.places: Places | None = None
+        self.visitor: Visitor | None = None    # the caller's (check's visitor argument)
         self.job_seconds = 0.0
         self.exec_rss = 0
         self.exec_cpu = 0.0
@@ -366,11 +358,11 @@ class _Run(Counters):
         self.frontier_size = 0
         return None
 
-    def _visitor(self) -> "_Places | None":
-        """What records the partition of every state the driver's core stores, when
-        the model places states itself (None otherwise)."""
-        self.places = None if self.place is None else _Places(self.model, self.place, self.n)
-        return self.places
+    def _visitor(self) -> Visitor | None:
+        """The visitor of the driver's core: the caller's, and what records the
+        partition of every state the core stores, when the model places states itself."""
+        self.places = None if self.place is None else Places(self.model, self.place, self.n)
+        return joined(self.places, self.visitor)
 
     def _core_levels(self, s: Search, n0: int) -> None:
         """After the core's search ``s`` ran on these books: the distinct states it
@@ -411,7 +403,8 @@ class _Run(Counters):
         search stops at this level."""
         t0 = time.perf_counter()
         d = self.level
-        params = self._params(known=self.jobs.known())
+        graph = self.visitor is not None and not self.visitor.done   # the level's graph is shipped
+        params = self._params(known=self.jobs.known(), graph=graph)
         L2, ex, mg, self.job_seconds = self.jobs.expand(L, params)
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
         self.level_cpu = (round(sum(e["cpu"] for e in ex), 3), round(sum(m["cpu"] for m in mg), 3))
@@ -429,6 +422,9 @@ class _Run(Counters):
             cap = (self.jobs.kth_key(L2, self.max_states - self.distinct + 1), PH_CAP)
         decision = events.decide(keep_going=self.keep_going, check_deadlock=self.check_deadlock,
                                  deadlock_found=self.deadlock_found, cap=cap)
+        if graph:   # up to where the local engine stops, error or not
+            err = decision.error
+            replay(self.visitor, d, ex, mg, decision.stop if err is None or decision.scan else err[:2])
         if decision.error is not None:
             self._raise(decision.error, L, L2, scan=decision.scan)
         stop, report = decision.stop, decision.report   # report: in the order the local engine finds them

@@ -92,6 +92,8 @@ def _expand_states(ctx: Context, params: dict, part: tuple, stats: dict, out: li
     stats["sample_left"] = led.sample_left
     if params.get("bound") is None:
         out.append(search.record())
+        if params.get("graph"):
+            stats["graph"] = search.visitor.level_graph(part[4], part[5])
 
 
 def _boundary(ctx: Context, params: dict, frontier: list, keys: bytes, stats: dict) -> None:

@@ -14,13 +14,32 @@ that the core visits it in the local engine's order.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
 from checker.errors import ModelError
+from checker.fingerprint import validate_state
+from checker.model import Model
+from checker.search import Visitor
 from checker.spark import tasks
 
 _PACK = struct.Struct(">H").pack
+
+
+class Places(Visitor):
+    """The partition of every state the driver's search core stores, for a model
+    that places its states (``Model.partition_key``): the handoff needs it, and
+    the visited map keeps fingerprints only.  The key of each is checked to be a
+    plain value, as states are, so that its hash is the same in every process."""
+
+    def __init__(self, model: Model, place, n: int) -> None:
+        self.key, self.place, self.n = model.partition_key, place, n
+        self.of: dict[int, int] = {}
+
+    def state(self, fp: int, state: Any, depth: int, parent: int | None) -> None:
+        self.of[fp] = self.place(state) % self.n
+        validate_state(self.key(state), "partition_key(state)")
 
 
 class Visited(dict):

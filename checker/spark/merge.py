@@ -121,6 +121,8 @@ def _merge(params: dict, pid: int, records, acc: Any) -> tuple:
                     (pos[loc] % size).astype(np.int32), [chunks[j] for j in used.tolist()], n_name, f_names)
     else:
         new_part = (TAG_PART, v_fp, v_par, v_act, EMPTY_I64, b"", EMPTY_I32, EMPTY_I32, [], EMPTY_U32, ())
+    if params.get("graph"):
+        stats["graph"] = new_part[4], new_part[6], new_part[7], new_part[8]    # the new states (spark.graph)
     stats["visited"] = len(v_fp)
     stats["visited_bytes"] = int(v_fp.nbytes + v_par.nbytes + v_act.nbytes)
     stats["frontier_bytes"] = int(new_part[4].nbytes + len(new_part[5]) + sum(len(b) for b in new_part[8]))

@@ -34,6 +34,8 @@ import operator
 import struct
 from typing import Any
 
+import numpy as np
+
 from checker.errors import USER_CODE_ERRORS, ModelError
 from checker.search import Search, Settings, StopSearch, Visitor
 from checker.spark.tasks import (
@@ -149,6 +151,53 @@ class Candidates(Visitor):
                          f"the Spark engine numbers actions with 16 bits and supports at most {MAX_INDEX} per state")
 
 
+class Edges(Candidates):
+    """The candidates, plus what the driver's visitor must see of the level
+    (checker.spark.graph): every transition, as the position of its source in the
+    frontier, its destination and its action (an index into this partition's
+    table of the actions it met), and the states not expanded (outside the
+    model's boundary) and the dead ends, by position (a dead end with its state)."""
+
+    def __init__(self, search: "PartitionSearch") -> None:
+        super().__init__(search)
+        self.position = search.position
+        self.t_src: list = []
+        self.t_dst: list = []
+        self.t_act: list = []
+        self.table: dict = {}
+        self.at: tuple = (None, 0)     # (fingerprint, position) of the state being expanded
+        self.outside: list = []
+        self.ends: list = []
+        self.end_states: list = []
+
+    def transition(self, src: int, act: Any, dst: int) -> None:
+        Candidates.transition(self, src, act, dst)
+        at = self.at
+        if at[0] != src:
+            at = self.at = (src, self.position[src])
+        self.t_src.append(at[1])
+        self.t_dst.append(dst)
+        ix = self.table.get(act)
+        if ix is None:
+            ix = self.table[act] = len(self.table)
+        self.t_act.append(ix)
+
+    def unexpanded(self, fp: int) -> None:
+        self.outside.append(self.position[fp])
+
+    def dead_end(self, fp: int, state: Any) -> None:
+        self.ends.append(self.position[fp])
+        self.end_states.append(state)
+
+    def level_graph(self, f_fp, keys: bytes) -> tuple:
+        """What the driver reads of this partition (checker.spark.graph.replay),
+        with the frontier's fingerprints and order keys."""
+        i32 = np.int32
+        return (f_fp, keys, np.array(self.t_src, dtype=i32), np.array(self.t_dst, dtype=np.int64),
+                np.array(self.t_act, dtype=np.uint32), tuple(self.table), np.array(self.outside, dtype=i32),
+                np.array(self.ends, dtype=i32), self.end_states)
+
+
 class Bounded(Candidates):
     """Counting the transitions up to the bound's key (inclusive or not), and no
     further: the first transition after it stops the search, and is not counted."""
@@ -218,7 +267,7 @@ class PartitionSearch(Search):
             self.rep = self._canonical(ctx.canon)
         else:
             self.rep = self._counted(ctx.search.rep)
-        self.visitor = Bounded(self) if counting else Candidates(self)
+        self.visitor = Bounded(self) if counting else Edges(self) if params.get("graph") else Candidates(self)
 
     def _counted(self, f):
         def counted(t: Any) -> Any:
