@@ -47,7 +47,9 @@ def expand(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     props, witnesses (indices of the properties still checked), deadlock (bool),
     bound (None, or ``(key, inclusive)``: count the transitions up to that key and
     emit nothing), boundary (bool: the level at max_depth, nothing is expanded),
-    acting_after (boundary: report the first state with actions after this key)."""
+    acting_after (boundary: report the first state with actions after this key),
+    graph (bool: send the level's transitions to the driver's visitor in the
+    statistics, checker.spark.graph)."""
     cpu = time.process_time()
     collecting = gc.isenabled()
     if collecting:

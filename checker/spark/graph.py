@@ -19,6 +19,7 @@ stops, so a graph builder raises its limit where it would.
 
 from __future__ import annotations
 
+import gc
 import struct
 from typing import Any
 
@@ -83,7 +84,20 @@ def replay(visitor: Visitor, depth: int, ex: list, mg: list, stop: tuple | None 
     """Call ``visitor`` for the level at ``depth`` as the local engine does, from
     the expand (``ex``) and merge (``mg``) tasks' statistics; ``stop``: the
     ``(key, phase)`` where the local engine stops in this level (None: it does
-    not).  The visitor may raise (a graph builder past its limit)."""
+    not).  The visitor may raise (a graph builder past its limit).  The cyclic
+    garbage collector is off meanwhile, as in checker.search: a graph builder only
+    grows, and a collection every few hundred new edges would walk all of it."""
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        _replay(visitor, depth, ex, mg, stop)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _replay(visitor: Visitor, depth: int, ex: list, mg: list, stop: tuple | None) -> None:
     new: dict[int, Any] = {}
     for m in mg:
         n_fp, f_blob, f_pos, blobs = m["graph"]

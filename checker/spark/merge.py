@@ -23,7 +23,8 @@ def merge(params: dict, payload: Any, acc: Any, pid: int, records) -> Any:
     """Merge the candidates a partition received into its visited set: keep the
     smallest key of each fingerprint, drop the visited ones, keep the outcomes of
     the properties on the new states, and make them the next frontier (in key
-    order; the states themselves stay pickled as they came)."""
+    order; the states themselves stay pickled as they came).  With ``graph`` in
+    ``params``, the new states go to the driver's visitor too (checker.spark.graph)."""
     collecting = gc.isenabled()
     if collecting:
         gc.disable()   # see the module docstring
