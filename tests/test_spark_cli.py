@@ -181,7 +181,8 @@ def live_run(tmp_path, args: list, spark: list) -> tuple:
     r = kmc("check", *args, *spark, "--traces-dir", tmp_path)
     assert r.returncode in (0, 1), r.stderr[-3000:]
     text = " ".join(r.stdout.split())
-    lines = [re.sub(r"[0-9.]+ s\)", "T s)", m) for m in re.findall(r"(?:liveness|verdict): [^\n]*?(?= [a-z]+: |$)", text)]
+    found = re.findall(r"(?:liveness|verdict): [^\n]*?(?= [a-z]+: |$)", text)
+    lines = [re.sub(r"[0-9.]+ s\)", "T s)", m) for m in found]
     traces = {}
     for f in sorted(Path(tmp_path).glob("*.json")):
         t = json.loads(f.read_text())
