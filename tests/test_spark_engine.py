@@ -487,3 +487,29 @@ def test_a_visitor_needs_every_level(sc):
     for kw in ({"max_depth": 2}, {"resume": "/nonexistent"}):
         with pytest.raises(UsageError, match="a visitor sees every level"):
             spark_check(Grid(3), sc=sc, visitor=GraphBuilder(), **kw)
+
+
+def test_the_driver_keeps_no_level_graph_after_replaying_it(sc, monkeypatch):
+    """Each level's statistics are the values of its accumulator, which PySpark's
+    registry keeps for the life of the driver: the transitions and pickled new
+    states shipped for the visitor are dropped from them once replayed (a stopped
+    level and a visitor that raises included)."""
+    from checker.spark.jobs import Jobs
+
+    seen: list = []
+    expand = Jobs.expand
+
+    def spy(self, L, params):
+        out = expand(self, L, params)
+        seen.extend(out[1] + out[2])
+        return out
+
+    monkeypatch.setattr(Jobs, "expand", spy)
+    for model, kwargs, builder in ((Grid(4, 3), {}, {}), (Grid(3), {"max_states": 7}, {}),
+                                   (Grid(4, 3), {}, {"max_states": 10})):
+        seen.clear()
+        try:
+            check(model, sc=sc, driver_states=0, visitor=GraphBuilder(**builder), **kwargs)
+        except UsageError:
+            assert builder
+        assert seen and not [x for x in seen if "graph" in x]

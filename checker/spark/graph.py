@@ -86,7 +86,8 @@ def replay(visitor: Visitor, depth: int, ex: list, mg: list, stop: tuple | None 
     ``(key, phase)`` where the local engine stops in this level (None: it does
     not).  The visitor may raise (a graph builder past its limit).  The cyclic
     garbage collector is off meanwhile, as in checker.search: a graph builder only
-    grows, and a collection every few hundred new edges would walk all of it."""
+    grows, and a collection every few hundred new edges would walk all of it.
+    The level's graph is dropped from ``ex`` and ``mg`` afterwards."""
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
@@ -95,6 +96,11 @@ def replay(visitor: Visitor, depth: int, ex: list, mg: list, stop: tuple | None 
     finally:
         if collecting:
             gc.enable()
+        # The statistics are the values of the level's accumulator, which PySpark's
+        # registry keeps for the life of the driver: without this, every level's
+        # transitions and pickled new states would stay there beside the graph.
+        for x in ex + mg:
+            x.pop("graph", None)
 
 
 def _replay(visitor: Visitor, depth: int, ex: list, mg: list, stop: tuple | None) -> None:
