@@ -19,7 +19,7 @@ import pytest
 
 from checker import bfs
 from checker.errors import ModelError, UsageError
-from checker.model import action, always, sometimes
+from checker.model import Model, action, always, sometimes
 from checker.result import BOUNDED, DEADLOCK, OK, TIME_LIMIT
 from checker.search import Settings
 from checker.spark import check
@@ -513,3 +513,21 @@ def test_the_driver_keeps_no_level_graph_after_replaying_it(sc, monkeypatch):
         except UsageError:
             assert builder
         assert seen and not [x for x in seen if "graph" in x]
+
+
+class BoolOrInt(Model):
+    """Two actions that are equal in Python (``True == 1``) but print apart."""
+
+    def init_states(self):
+        return [0]
+
+    def actions(self, s):
+        return [action("Set", v=1), action("Set", v=True)] if s == 0 else []
+
+    def next_state(self, s, a):
+        return 1
+
+
+def test_a_visitor_sees_actions_that_are_equal_but_print_apart_as_the_local_engine_does(sc):
+    graph, _ = same_graph(BoolOrInt(), sc, partitions=1, driver_states=0)
+    assert [str(a) for _s, a, _d in graph.edges] == ["Set(v=1)", "Set(v=True)"]

@@ -403,7 +403,7 @@ class _Run(Counters):
         search stops at this level."""
         t0 = time.perf_counter()
         d = self.level
-        graph = self.visitor is not None and not self.visitor.done   # the level's graph is shipped
+        graph = self.visitor is not None and not getattr(self.visitor, "done", False)   # the level's graph is shipped
         params = self._params(known=self.jobs.known(), graph=graph)
         L2, ex, mg, self.job_seconds = self.jobs.expand(L, params)
         self.exec_rss = max([self.exec_rss] + [e["rss"] for e in ex] + [m["rss"] for m in mg])
