@@ -439,7 +439,11 @@ class Controller(ReassignmentSteps, TopicDeletionSteps):
             for r in ctx.assignments[tp]:
                 if r in live and ctx.replica_states.get((tp, r)) == NEW_REPLICA:
                     self._replica_state(tp, r, ONLINE_REPLICA)
-        return self._leader_and_isr(tp, li, [r for r in ctx.assignments[tp] if r in live])
+        # An offline or NewPartition election tells the replicas in liveBrokerIds alone
+        # (OfflinePartitionLeaderSelector, initializeLeaderAndIsrForPartition(s));
+        # a controlled-shutdown or preferred one every live replica.
+        to = self._live_broker_ids() if strategy in ("new", "offline") else live
+        return self._leader_and_isr(tp, li, [r for r in ctx.assignments[tp] if r in to])
 
     @staticmethod
     def _next_leader_epoch(zk_state: LeaderAndIsr | None) -> int:

@@ -79,6 +79,18 @@ def electable_brokers(ctx: ControllerContext) -> tuple:
     return tuple(x > 0 and not sd for x, sd in zip(ctx.live, ctx.shutting_down))
 
 
+def election_recipients(ctx: ControllerContext, strategy: str) -> tuple:
+    """Per broker, whether an election's LeaderAndIsr goes to its replica.  An offline or
+    NewPartition one leaves out a broker in controlled shutdown: its recipients are the
+    live replicas of ``liveBrokerIds`` (0.10's and 0.11's ``OfflinePartitionLeaderSelector``
+    and ``initializeLeaderAndIsrForPartition``; 2.x's ``leaderForOffline`` by
+    ``isReplicaOnline``, and ``initializeLeaderAndIsrForPartitions`` sends to the new
+    ISR, the same set).  A controlled-shutdown election sends to
+    ``liveOrShuttingDownBrokerIds`` and a preferred one to the AR, of which only the
+    live brokers have a channel."""
+    return electable_brokers(ctx) if strategy in ("new", "offline") else live_brokers(ctx)
+
+
 def send_leader_and_isr(m, s: KafkaState, epoch: int, p: int, li: LeaderIsr, targets, replicas: tuple,
                          live: tuple) -> KafkaState:
     """LeaderAndIsr for partition p to each target broker; ``replicas`` is the AR the
@@ -364,8 +376,8 @@ def elect_leader(m, s: KafkaState, a: Action) -> KafkaState:
                    for r, st in zip(m.ar[p], ctx.replica_states[p]))
         ctx = ctx._replace(replica_states=put(ctx.replica_states, p, rs))
     s = with_ctx(s, c, ctx)
-    live = live_brokers(ctx)
-    s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if live[r]], ctx.ar[p],
+    to = election_recipients(ctx, strategy)
+    s = send_leader_and_isr(m, s, ctx.epoch, p, ctx.partitions[p], [r for r in ctx.ar[p] if to[r]], ctx.ar[p],
                              ctx.live)
     g = s.ghost
     if not clean:

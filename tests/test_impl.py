@@ -615,3 +615,45 @@ def test_a_failed_step_7_election_goes_on_with_steps_8_to_11():
                            "ElectLeader(controller=0, partition=0, leader=1, strategy='preferred'")
     assert s.zk.partitions[0].leader == 1
     assert Harness(m, KafkaImplementation, cfg).run(later) is None
+
+
+def _lai_to(observed_broker: dict, partition: int, leader_epoch: int) -> list:
+    return [q for q in observed_broker["inbox"] if q["type"] == "LeaderAndIsr" and q["partition"] == partition
+            and q["leader_epoch"] == leader_epoch]
+
+
+@pytest.mark.parametrize("overrides, steps", [
+    # offline: controller 1 shuts itself down while broker 0 leads; broker 0 crashes,
+    # is written out (leader -1, ISR [0]), restarts, and the startup's offline election
+    # makes it leader again in leader epoch 3
+    ({}, ("ElectController(broker=1)", "ElectLeader(controller=1, partition=0, leader=0",
+          "ControlledShutdown(controller=1, broker=1)", "RemoveReplicaFromIsr(controller=1, partition=0, replica=1)",
+          "CrashBroker(broker=0)", "BrokerFailure(controller=1, broker=0)",
+          "RemoveReplicaFromIsr(controller=1, partition=0, replica=0)", "RestartBroker(broker=0)",
+          "BrokerStartup(controller=1, broker=0)",
+          "ElectLeader(controller=1, partition=0, leader=0, strategy='offline'")),
+    # NewPartition: controller 1 shuts itself down before the admin creates the topic
+    ({"create_topic_after_start": True},
+     ("ElectController(broker=1)", "ControlledShutdown(controller=1, broker=1)", "CreateTopic", "TopicChange",
+      "ElectLeader(controller=1, partition=0, leader=0, strategy='new'")),
+])
+def test_an_offline_or_new_partition_election_does_not_tell_a_broker_in_controlled_shutdown(overrides, steps):
+    """Kafka sends an offline or NewPartition election's LeaderAndIsr to the live replicas
+    of ``liveBrokerIds`` alone (0.10's ``OfflinePartitionLeaderSelector`` and
+    ``initializeLeaderAndIsrForPartition``; 2.x's ``leaderForOffline`` and
+    ``initializeLeaderAndIsrForPartitions``), so broker 1, which asked to stop, is not
+    told; the model and the reference broker once sent it one.  The preferred and
+    controlled-shutdown elections still go to it (the previous tests)."""
+    cfg = resolve(FAMILY, "shutdown", overrides)
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, *steps)
+    epoch = s.zk.partitions[0].leader_epoch
+    assert s.zk.partitions[0].leader == 0 and s.brokers[1].ctx.shutting_down == (False, True)
+    assert _lai_to(m.observe(s)["brokers"][0], 0, epoch)
+    assert not _lai_to(m.observe(s)["brokers"][1], 0, epoch)
+    impl = KafkaImplementation(cfg)
+    for a in acts:
+        impl.apply(a)
+    assert _lai_to(impl.observe()["brokers"][0], 0, epoch)
+    assert not _lai_to(impl.observe()["brokers"][1], 0, epoch)
+    assert Harness(m, KafkaImplementation, cfg).run(acts) is None
