@@ -12,7 +12,9 @@ not actions: after every action the driver runs them, first enabled first, in th
 model's enumeration order, until none is left.
 
 A controller inside a reassignment event (steps 1-3, 5-11 of impl/reassignment.py)
-handles no other event, with or without the event order.
+handles no other event, with or without the event order.  A broker that is a
+controller inside an event does not stop cleanly (``ShutdownBroker``) before the
+event is done.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class EventOrder(ClusterDriver):
         offline partition's election, an OfflineReplica transition) takes no new event,
         and takes its elections before its OfflineReplica transitions, as Kafka's one
         event thread does (``onReplicasBecomeOffline``, ``doControlledShutdown``)."""
+        if act.name == "ShutdownBroker":
+            return self._inside_event(act.get("broker"))
         c = act.get("controller")
         if c is None:
             return False
@@ -59,6 +63,18 @@ class EventOrder(ClusterDriver):
         if act.name == "ElectLeader" and act.get("strategy") in EVENT_STEP_STRATEGIES:
             return False
         return electing or bool(ctl.replicas_to_take_offline())
+
+    def _inside_event(self, b: int) -> bool:
+        """Whether broker ``b`` is a controller inside an event, which a clean stop waits
+        for: ``KafkaController.shutdown`` takes the ``controllerLock`` of the event
+        handlers in 0.10, and from 1.1 ``ControllerEventManager.close`` lets the event
+        thread finish the event in progress (spec/eventorder.py ``stop_after_event``)."""
+        ctl = self._ctl(b)
+        if ctl is None:
+            return False
+        if ctl.in_reassignment_event():
+            return True
+        return self.event_order and (self._event_elections(b, ctl) or bool(ctl.replicas_to_take_offline()))
 
     def _event_elections(self, c: int, ctl) -> bool:
         """Whether controller ``c`` has a new or offline partition's election it may run

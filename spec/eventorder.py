@@ -54,7 +54,8 @@ def event_order(m, s: KafkaState, out: list, busy=frozenset()) -> list:
     (brokers, ZooKeeper sessions, faults, other controllers) still interleave with the
     steps: ZooKeeper writes and requests are asynchronous to them.  A controller inside
     a reassignment event (``busy``, spec/reassign.py) already takes only that event's
-    steps and is left as it is.
+    steps and is left as it is.  A controller inside an event does not stop cleanly
+    before the event is done (``stop_after_event``).
 
     A step that another actor enables while no event of this controller would (an
     offline election that a ZooKeeper ISR write makes possible) is also taken before
@@ -66,7 +67,7 @@ def event_order(m, s: KafkaState, out: list, busy=frozenset()) -> list:
             if c not in busy:
                 (removing if a.name == "RemoveReplicaFromIsr" else electing).add(c)
     if not electing and not removing:
-        return out
+        return stop_after_event(out, busy)
     inside = electing | removing
     kept = []
     for a in out:
@@ -76,4 +77,20 @@ def event_order(m, s: KafkaState, out: list, busy=frozenset()) -> list:
         if c in electing and a.name == "RemoveReplicaFromIsr":
             continue          # the event's elections come first
         kept.append(a)
-    return kept
+    return stop_after_event(kept, inside | busy)
+
+
+def stop_after_event(out: list, inside) -> list:
+    """A broker that stops cleanly (``ShutdownBroker``) while it is a controller inside
+    an event (``inside``: one with a step of its current event enabled, or inside a
+    reassignment event) waits until the event is done.  Kafka's clean stop,
+    ``KafkaServer.shutdown``, calls ``KafkaController.shutdown``, which in 0.10 takes the
+    ``controllerLock`` that every event handler holds, and from 1.1 (2.0, 2.1)
+    ``ControllerEventManager.close``, which queues ``ShutdownEventThread`` behind the
+    event in progress and waits for the event thread (uninterruptible from 1.1); only a
+    crash stops the controller mid-event.  0.11 and 1.0 interrupt the event thread
+    instead (``ShutdownableThread.shutdown``), which may abort the event at its next
+    blocking call, as a crash does (docs/model.md)."""
+    if not inside:
+        return out
+    return [a for a in out if not (a.name == "ShutdownBroker" and a.get("broker") in inside)]

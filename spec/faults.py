@@ -20,7 +20,8 @@ DOCS = {
     "RegisterBroker": "a broker whose session expired registers /brokers/ids again with a new session",
     "Resign": "a broker that believes it is the controller notices /controller is not its own "
               "and drops its context",
-    "ShutdownBroker": "a broker that asked for controlled shutdown stops",
+    "ShutdownBroker": "a broker that asked for controlled shutdown stops (a controller only once its event "
+                      "in progress is done)",
     "DeleteController": "an operator deletes /controller while the controller's session lives: every "
                         "broker's watch fires and they race to create it again; the old controller resigns "
                         "when it notices (a forced re-election, one controller failover)",
@@ -66,7 +67,8 @@ def faults_enabled(m, s: KafkaState, out: list) -> None:
             if br.ctx is not None and zk.controller != b:
                 out.append(action("Resign", broker=b))
             # Only the session that asked for controlled shutdown stops; a restarted
-            # broker is a new process that asked for nothing.
+            # broker is a new process that asked for nothing.  A controller stops only
+            # after its event in progress (spec.eventorder.stop_after_event).
             if may_fail and any(cb.ctx is not None and cb.alive and cb.ctx.shutting_down[b]
                                 and cb.ctx.live[b] == zk.sessions[b] for cb in s.brokers):
                 out.append(action("ShutdownBroker", broker=b))

@@ -69,7 +69,9 @@ def kafka_footprints(model) -> Footprints | None:
     only while another action of c is enabled, so it changes neither which classes are
     enabled nor what a class reads and writes, and what it looks at (c's context, the
     partition znodes, the topic, the unclean-election budget) is already in the
-    ``("Controller", c)`` class's reads (tests/test_por.py checks it with the rule on)."""
+    ``("Controller", c)`` class's reads (tests/test_por.py checks it with the rule on).
+    It also hides ``ShutdownBroker`` of c while c is inside an event, so that class
+    reads the same keys."""
     cfg = model.cfg
     if cfg.atomic_controller or model.reassign_targets:
         return None
@@ -96,8 +98,11 @@ def kafka_footprints(model) -> Footprints | None:
         stop_writes = broker_mem(b) + [("zk.session", b), ZC, *_budget("controller_failovers")]
         classes[("CrashBroker", b)] = (stop_reads + _budget("crashes"), stop_writes + _budget("crashes"))
         # Only the session that asked for controlled shutdown stops: every controller's
-        # view of b (its context) says whether it did.
-        classes[("ShutdownBroker", b)] = (stop_reads + every["alive"] + every["ctx"], stop_writes)
+        # view of b (its context) says whether it did.  A controller waits for its event
+        # in progress (spec.eventorder.stop_after_event), whose steps' guards read the
+        # topic, the partition znodes and the unclean-election budget.
+        classes[("ShutdownBroker", b)] = (stop_reads + every["alive"] + every["ctx"] + [ZT, *every["partition"],
+                                          *_budget("unclean_elections")], stop_writes)
         classes[("ExpireSession", b)] = (
             [("alive", b), ("zk.session", b), ZC, *_budget("session_expiries", "controller_failovers")],
             [("zk.session", b), ZC, *_budget("session_expiries", "controller_failovers")])

@@ -111,6 +111,8 @@ class KafkaModel(Model):
                 out = [a for a in out if a.get("controller") not in busy or a.name in reassign.STEP]
         if self.cfg.controller_event_order:
             out = eventorder.event_order(self, state, out, busy)
+        else:
+            out = eventorder.stop_after_event(out, busy)
         return out
 
     def next_state(self, state, act: Action):

@@ -30,6 +30,7 @@ from spec.atomic import expand
 from spec.eventorder import UNORDERED, is_event_step
 from spec.family import FAMILY
 from tests.cli_support import kmc
+from tests.walk_support import prefix_path
 
 RESTART = Path(__file__).parent / "data" / "restart-before-offline-replica-data-hw-wide.json"
 
@@ -92,8 +93,8 @@ def test_the_rule_removes_only_new_events_and_early_offline_replicas():
     with the rule: every state
     offers a subset of what the model without the rule offers there, and what it
     drops is exactly a new event of a controller with a step of its current event
-    enabled, or an OfflineReplica transition while that controller's event still has
-    an election to run."""
+    enabled, that controller's clean stop, or an OfflineReplica transition while that
+    controller's event still has an election to run."""
     for preset, over in (("shutdown", {"max_crashes": 0}), ("failover", {"max_isr_shrinks": 0})):
         on = build(preset, controller_event_order=True, **over)
         off = build(preset, controller_event_order=False, **over)
@@ -105,13 +106,46 @@ def test_the_rule_removes_only_new_events_and_early_offline_replicas():
             assert set(with_rule) <= set(without)
             for a in set(without) - set(with_rule):
                 dropped += 1
-                c = a.get("controller")
+                c = a.get("broker") if a.name == "ShutdownBroker" else a.get("controller")
                 steps = [x for x in without if x.get("controller") == c and is_event_step(x)]
                 assert steps and a.name not in UNORDERED, (preset, a)
                 if is_event_step(a):
                     assert a.name == "RemoveReplicaFromIsr"
                     assert any(x.name == "ElectLeader" for x in steps), (preset, a)
         assert dropped > 0
+
+
+@pytest.mark.parametrize("preset, over, b, path, rest", [
+    # controller 1 asks to stop while broker 0 leads: its ControlledShutdown event owes
+    # broker 1's OfflineReplica step
+    ("shutdown", {}, 1, ("ElectController(broker=1)", "ElectLeader(controller=1, partition=0, leader=0",
+                      "ControlledShutdown(controller=1, broker=1)"),
+     ("RemoveReplicaFromIsr(controller=1, partition=0, replica=1)",)),
+    # controller 0 asks to stop, then takes a reassignment's step 1 (its event runs to step 3)
+    ("reassign-rf", {"max_controlled_shutdowns": 1, "max_controller_failovers": 1}, 0,
+     ("ElectController(broker=0)", "ElectLeader(", "ReassignPartitions(", "StartReassignment(",
+      "ControlledShutdown(controller=0, broker=0)", "ReassignExtendAr(controller=0, partition=0)"),
+     ("ReassignBumpLeaderEpoch(controller=0, partition=0)", "ReassignStartNewReplicas(controller=0, partition=0)")),
+])
+def test_a_controller_stops_cleanly_only_after_its_event_in_progress(preset, over, b, path, rest):
+    """A clean stop waits for the controller's event in progress: 0.10's
+    ``KafkaController.shutdown`` takes the ``controllerLock`` that every event handler
+    holds, and from 1.1 ``ControllerEventManager.close`` queues the event thread's end
+    behind the event.  The model and the reference broker once let a controller in
+    controlled shutdown stop between two steps of one event, which only a crash can do."""
+    cfg = resolve(FAMILY, preset, over)
+    m = FAMILY.build(cfg)
+    stop = action("ShutdownBroker", broker=b)
+    s, acts = prefix_path(m, *path)
+    impl = KafkaImplementation(cfg)
+    for a in acts:
+        impl.apply(a)
+    for want in rest:
+        assert stop not in m.actions(s) and not impl.enabled(stop), want
+        s, acts = prefix_path(m, *map(str, acts), want)
+        impl.apply(acts[-1])
+    assert stop in m.actions(s) and impl.enabled(stop)
+    assert Harness(m, KafkaImplementation, cfg).run([*acts, stop]) is None
 
 
 def test_no_deadlock_and_the_same_verdicts_on_the_small_presets():
@@ -172,9 +206,12 @@ def test_atomic_expansion_is_a_path_of_the_full_model_with_the_rule(preset, seed
 # tests/data/event-order/ keeps data-hw-wide's acknowledged-record loss under the rule: the
 # 26-step walk that ``kmc simulate --preset data-hw-wide --property NoAckedRecordLost --seed 1
 # --walks 1000000`` gave before OfflineReplica became a step an event owes (4398e194), the
-# 37-step walk it gives since no election picks a broker in controlled shutdown (d72de25d;
-# the 28-step one it gave before, cc3466e9, kept such a broker as leader at reassignment
-# step 7, which Kafka does not), and the 28-step walk's loss with the reassignment taken
+# 26-step walk it gives since a controller stops cleanly only after its event in progress
+# (07f341f0), the 37-step walk it gave before that, with broker 1's CompleteReassignment put
+# before its ShutdownBroker by hand (d72de25d: the walk stopped the controller between
+# reassignment steps 10 and 11; the 28-step one before it, cc3466e9, kept a broker in
+# controlled shutdown as leader at reassignment step 7, which Kafka does not), and the
+# 28-step walk's loss with the reassignment taken
 # inside the new controller's failover event, as Kafka's onControllerFailover does, ordered
 # by hand (26 steps, d9d0cc70; see docs/results.md).  It also keeps data-kip101-wide's loss as
 # ``kmc simulate --random-priority --preset data-kip101-wide --property NoAckedRecordLost

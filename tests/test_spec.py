@@ -40,7 +40,7 @@ HOLDS_SLOW = {
                                      "ZombieController"}),
     "failover": (74803, 250873, 30, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
                                       "ZombieController"}),
-    "shutdown": (68023, 188311, 33, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
+    "shutdown": (65142, 180718, 33, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
                                       "ControlledShutdownMovesLeader"}),
     "delete": (28735, 86649, 27, {"ControllerFailover", "IsrShrinkAndExpand", "PartitionOfflineAndBack",
                                    "TopicDeleted"}),
