@@ -66,7 +66,8 @@ class EventOrder(ClusterDriver):
 
     def _inside_event(self, b: int) -> bool:
         """Whether broker ``b`` is a controller inside an event, which a clean stop waits
-        for: ``KafkaController.shutdown`` takes the ``controllerLock`` of the event
+        for: ``KafkaServer.shutdown`` joins the request handlers, then
+        ``KafkaController.shutdown`` takes the ``controllerLock`` of the listeners'
         handlers in 0.10, and from 1.1 ``ControllerEventManager.close`` lets the event
         thread finish the event in progress (spec/eventorder.py ``stop_after_event``)."""
         ctl = self._ctl(b)

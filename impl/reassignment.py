@@ -86,8 +86,15 @@ class ReassignmentSteps:
         ctx = self.ctx
         if ctx is None:
             return False
-        return any(r.step in IN_EVENT and (r.step != "6" or self._step7(tp, r) is not None)
-                   for tp, r in ctx.reassigning.items())
+        return any(r.step in IN_EVENT and not self._event_ended(tp, r) for tp, r in ctx.reassigning.items())
+
+    def _event_ended(self, tp: TopicPartition, r: ReassignedPartitionContext) -> bool:
+        """The event stopped before its next step: step 7's kept leader's epoch bump, or
+        step 2's or 8's write, fails on a newer controller's state (``updateLeaderEpoch``
+        and ``removeReplicasFromIsr`` throw, which ends ``onPartitionReassignment``)."""
+        if r.step == "6":
+            return self._step7(tp, r) is None
+        return r.step in ("1", "7") and self._written_by_newer(self.zk.get_partition_state(tp))
 
     def reassignments_to_start(self) -> list[TopicPartition]:
         if not self.is_active():

@@ -86,8 +86,9 @@ def election_recipients(ctx: ControllerContext, strategy: str) -> tuple:
     and ``initializeLeaderAndIsrForPartition``; 2.x's ``leaderForOffline`` by
     ``isReplicaOnline``, and ``initializeLeaderAndIsrForPartitions`` sends to the new
     ISR, the same set).  A controlled-shutdown election sends to
-    ``liveOrShuttingDownBrokerIds`` and a preferred one to the AR, of which only the
-    live brokers have a channel."""
+    ``liveOrShuttingDownBrokerIds`` (0.10, 0.11, 2.1; 2.0's ``leaderForControlledShutdown``
+    leaves shutting-down brokers out, KAFKA-7482) and a preferred one to the AR, of
+    which only the live brokers have a channel."""
     return electable_brokers(ctx) if strategy in ("new", "offline") else live_brokers(ctx)
 
 

@@ -84,11 +84,14 @@ def stop_after_event(out: list, inside) -> list:
     """A broker that stops cleanly (``ShutdownBroker``) while it is a controller inside
     an event (``inside``: one with a step of its current event enabled, or inside a
     reassignment event) waits until the event is done.  Kafka's clean stop,
-    ``KafkaServer.shutdown``, calls ``KafkaController.shutdown``, which in 0.10 takes the
-    ``controllerLock`` that every event handler holds, and from 1.1 (2.0, 2.1)
-    ``ControllerEventManager.close``, which queues ``ShutdownEventThread`` behind the
-    event in progress and waits for the event thread (uninterruptible from 1.1); only a
-    crash stops the controller mid-event.  0.11 and 1.0 interrupt the event thread
+    ``KafkaServer.shutdown``, first shuts the request handler pool, joining its threads
+    (``KafkaRequestHandlerPool.shutdown``), then calls ``KafkaController.shutdown``,
+    which in 0.10 takes the ``controllerLock`` that the ZooKeeper listeners' handlers
+    hold (0.10's controlled-shutdown handler releases it between partitions, but the
+    pool shutdown has already waited for it), and from 1.1 (2.0, 2.1)
+    ``ControllerEventManager.close``, which puts ``ShutdownEventThread`` in place of the
+    queued events and waits for the event thread to finish the event in progress
+    (uninterruptible from 1.1); only a crash stops the controller mid-event.  0.11 and 1.0 interrupt the event thread
     instead (``ShutdownableThread.shutdown``), which may abort the event at its next
     blocking call, as a crash does (docs/model.md)."""
     if not inside:

@@ -146,9 +146,20 @@ def busy(m, s: KafkaState) -> frozenset:
     out = set()
     for c, ctx in running_controllers(s):
         for p, r in enumerate(ctx.reassigning):
-            if r is not None and r.step in BUSY and (r.step != "6" or _step7(s, ctx, p, r) is not None):
+            if r is not None and r.step in BUSY and not _event_ended(s, ctx, p, r):
                 out.add(c)
     return frozenset(out)
+
+
+def _event_ended(s: KafkaState, ctx, p: int, r: Reassignment) -> bool:
+    """The event stopped before its next step: step 7's kept leader's epoch bump, or
+    step 2's or step 8's write, fails on a newer controller's mark (``updateLeaderEpoch``
+    and ``removeReplicasFromIsr`` throw ``StateChangeFailedException``, which ends
+    ``onPartitionReassignment``).  Such a controller is idle: it may handle its next
+    event or stop cleanly (``spec.eventorder.stop_after_event``)."""
+    if r.step == "6":
+        return _step7(s, ctx, p, r) is None
+    return r.step in ("1", "7") and newer_mark(s, ctx, p)
 
 
 # -- enabled ----------------------------------------------------------------------------

@@ -40,9 +40,12 @@ class ControllerEncoding:
         busy = []
         for q in range(self.np):
             r = f.rctx[c][q]
-            steps = z3.Or([r.step == R_ORDER.index(x) for x in ("1", "2", "5", "7", "8", "9a", "9b", "9", "10")])
+            steps = z3.Or([r.step == R_ORDER.index(x) for x in ("2", "5", "8", "9a", "9b", "9", "10")])
             six = z3.And(r.step == R_ORDER.index("6"), self._step7(f, c, q)[0])
-            busy.append(z3.And(r.has, z3.Or(steps, six)))
+            # after step 1 or 7 the event ends when step 2's or 8's write fails on the mark
+            marked = z3.And(z3.Or(r.step == R_ORDER.index("1"), r.step == R_ORDER.index("7")),
+                            z3.Not(self._newer_mark(f, c, q)))
+            busy.append(z3.And(r.has, z3.Or(steps, six, marked)))
         return z3.Not(z3.Or(busy))
 
     # the controller's event order (spec.eventorder.event_order)

@@ -27,6 +27,7 @@ from checker.result import OK
 from checker.trace import load_trace
 from impl.adapter import KafkaImplementation
 from spec.atomic import expand
+from spec.controller import newer_mark
 from spec.eventorder import UNORDERED, is_event_step
 from spec.family import FAMILY
 from tests.cli_support import kmc
@@ -129,8 +130,8 @@ def test_the_rule_removes_only_new_events_and_early_offline_replicas():
 ])
 def test_a_controller_stops_cleanly_only_after_its_event_in_progress(preset, over, b, path, rest):
     """A clean stop waits for the controller's event in progress: 0.10's
-    ``KafkaController.shutdown`` takes the ``controllerLock`` that every event handler
-    holds, and from 1.1 ``ControllerEventManager.close`` queues the event thread's end
+    ``KafkaServer.shutdown`` joins the request handlers and ``KafkaController.shutdown``
+    takes the ``controllerLock`` that the listeners' handlers hold, and from 1.1 ``ControllerEventManager.close`` queues the event thread's end
     behind the event.  The model and the reference broker once let a controller in
     controlled shutdown stop between two steps of one event, which only a crash can do."""
     cfg = resolve(FAMILY, preset, over)
@@ -302,3 +303,25 @@ def test_the_stranded_reassignment_rested_on_an_offline_step_no_event_owes():
     state = replay_path(m, [st.action for st in trace.steps[1:17]])[-1].state
     ctx = state.brokers[0].ctx
     assert ctx.live[1] == 0 and ctx.replica_states[0][1] == "OnlineReplica" and ctx.offline == ()
+
+
+def test_a_zombie_whose_reassignment_write_failed_on_the_mark_may_stop_cleanly():
+    """A zombie's reassignment event ends when step 2's or 8's write (or step 7's kept
+    leader's epoch bump) fails on a newer controller's mark: ``updateLeaderEpoch`` and
+    ``removeReplicasFromIsr`` throw, ending ``onPartitionReassignment``.  It is idle
+    then, so its broker may stop cleanly.  The model and the reference broker once
+    counted it as inside the event, so its clean stop waited for a ``Resign`` after
+    which the stop was never enabled again (found by review)."""
+    cfg = resolve(FAMILY, "reassign-rf", {"max_controlled_shutdowns": 1, "max_controller_failovers": 1,
+                                          "controller_deletion": True})
+    m = FAMILY.build(cfg)
+    s, acts = prefix_path(m, "ElectController(broker=0)", "ElectLeader(controller=0, partition=0, leader=0",
+                          "ControlledShutdown(controller=0, broker=0)", "ReassignPartitions(", "StartReassignment(",
+                          "ReassignExtendAr(controller=0", "DeleteController", "ElectController(broker=1)",
+                          "CompleteReassignment(controller=1", "ReassignPartitions(", "StartReassignment(controller=1",
+                          "ReassignExtendAr(controller=1", "ReassignBumpLeaderEpoch(controller=1")
+    zombie = s.brokers[0].ctx
+    assert zombie is not None and zombie.reassigning[0].step == "1" and newer_mark(s, zombie, 0)
+    stop = action("ShutdownBroker", broker=0)
+    assert stop in m.actions(s)
+    assert Harness(m, KafkaImplementation, cfg).run([*acts, stop]) is None
