@@ -356,7 +356,7 @@ class CheckRun:
         why = None
         if engine == "spark" and resume:
             why = "they need the whole state graph, and a run resumed from a checkpoint never sees the levels before it"
-            fix = "check them in a run without --resume"
+            fix = "run without --resume"
         elif max_depth is not None:
             why = "a depth bound cuts behaviours short, and a cut behaviour proves nothing about what happens later"
             fix = "drop --max-depth"

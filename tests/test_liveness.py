@@ -167,8 +167,7 @@ def test_leads_to_stutter_replays(tmp_path):
 def test_named_eventually_properties_are_refused_where_they_cannot_be_checked(tmp_path):
     base = ["check", *TOYS, "--preset", "bounded", "--traces-dir", tmp_path, "--property", "Delivered"]
     one_line_error(kmc(*base, "--engine", "spark", "--resume", tmp_path),
-                   "a run resumed from a checkpoint never sees the levels before it; check them in a run without "
-                   "--resume")
+                   "a run resumed from a checkpoint never sees the levels before it; run without --resume")
     one_line_error(kmc(*base, "--max-depth", "3"), "drop --max-depth")
     one_line_error(kmc(*base, "--max-states", "5"), "raise --max-states (now 5)")
     # Checked by default, they are skipped with a note instead.
@@ -187,7 +186,7 @@ def test_eventually_properties_are_skipped_on_a_resumed_spark_run_only():
     live = CheckRun(model, model.properties(), [], "spark", None, None, "kmc check", resume=True)
     assert not live.active and live.visitor() is None
     assert live.skipped == ("Delivered not checked: it needs the whole state graph, and a run resumed from a "
-                            "checkpoint never sees the levels before it (check them in a run without --resume)")
+                            "checkpoint never sees the levels before it (run without --resume)")
     live = CheckRun(model, model.properties(), [], "spark", None, None, "kmc check")
     assert live.active and live.visitor() is not None
 
