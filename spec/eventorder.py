@@ -91,9 +91,10 @@ def stop_after_event(out: list, inside) -> list:
     pool shutdown has already waited for it), and from 1.1 (2.0, 2.1)
     ``ControllerEventManager.close``, which puts ``ShutdownEventThread`` in place of the
     queued events and waits for the event thread to finish the event in progress
-    (uninterruptible from 1.1); only a crash stops the controller mid-event.  0.11 and 1.0 interrupt the event thread
-    instead (``ShutdownableThread.shutdown``), which may abort the event at its next
-    blocking call, as a crash does (docs/model.md)."""
+    (uninterruptible from 1.1); only a crash stops the controller mid-event.  0.11
+    and 1.0 interrupt the event thread instead (``ShutdownableThread.shutdown``),
+    which may abort the event at its next blocking call, as a crash does
+    (docs/model.md)."""
     if not inside:
         return out
     return [a for a in out if not (a.name == "ShutdownBroker" and a.get("broker") in inside)]
