@@ -118,8 +118,11 @@ class Recorder(GraphBuilder):
 
 
 def graph_dump(builder) -> dict:
+    """Everything a graph builder holds; each edge's action also as it prints, since
+    equal actions may print apart (``True == 1``) and a trace shows the print."""
     g = builder.graph
-    return {"states": g.states, "initial": g.initial, "edges": g.edges, "depth": g.depth, "parent": g.parent,
+    return {"states": g.states, "initial": g.initial, "edges": g.edges,
+            "actions": [str(a) for _s, a, _d in g.edges], "depth": g.depth, "parent": g.parent,
             "fingerprints": g.fingerprints, "complete": g.complete, "unexpanded": g.unexpanded,
             "ends": builder.ends, "overflow": builder.overflow}
 
